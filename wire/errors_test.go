@@ -1,0 +1,147 @@
+package wire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/zlink-go/zlink/actors"
+	"github.com/zlink-go/zlink/mailbox"
+)
+
+func TestCode_ErrorOfAndCodeOf(t *testing.T) {
+	if codeEnd-1 != CodeBadPayload || CodeBadPayload != 12 {
+		t.Fatal("codes changed: they are part of the protocol")
+	}
+	names := map[string]bool{}
+	sentinels := map[error]Code{}
+	for c := Code(1); c < codeEnd; c++ {
+		t.Run(c.String(), func(t *testing.T) {
+			s := c.Sentinel()
+			if prev, dup := sentinels[s]; dup {
+				t.Fatalf("code %v shares its sentinel with %v", c, prev)
+			}
+			sentinels[s] = c
+			if names[c.String()] {
+				t.Fatalf("duplicate name %q", c)
+			}
+			names[c.String()] = true
+
+			err := ErrorOf(c, "remote says no")
+			if !errors.Is(err, s) {
+				t.Fatalf("ErrorOf(%v) does not match %v", c, s)
+			}
+			if errors.Unwrap(err) != s {
+				t.Fatal("RemoteError does not unwrap to its sentinel")
+			}
+			for other := Code(1); other < codeEnd; other++ {
+				if other != c && errors.Is(err, other.Sentinel()) {
+					t.Fatalf("ErrorOf(%v) also matches %v", c, other)
+				}
+			}
+			if got := CodeOf(s); got != c {
+				t.Fatalf("CodeOf(%v) = %v", s, got)
+			}
+			if got := CodeOf(fmt.Errorf("handler: %w", s)); got != c {
+				t.Fatalf("CodeOf(wrapped %v) = %v", s, got)
+			}
+			if got := CodeOf(err); got != c {
+				t.Fatalf("CodeOf(ErrorOf(%v)) = %v", c, got)
+			}
+			if got := CodeOf(fmt.Errorf("relay: %w", err)); got != c {
+				t.Fatalf("CodeOf(wrapped RemoteError %v) = %v", c, got)
+			}
+			// Through an Error envelope on the wire.
+			env := ErrorEnvelope(42, fmt.Errorf("ctx: %w", s))
+			b, aerr := AppendFrame(nil, &Frame{Type: FrameBatch, Batch: []Envelope{env}})
+			if aerr != nil {
+				t.Fatal(aerr)
+			}
+			f, derr := DecodeFrame(b)
+			if derr != nil {
+				t.Fatal(derr)
+			}
+			got := f.Batch[0].Err()
+			if !errors.Is(got, s) || f.Batch[0].Corr != 42 {
+				t.Fatalf("error envelope lost its sentinel: %v", got)
+			}
+		})
+	}
+}
+
+func TestCode_ImportedSentinels(t *testing.T) {
+	if ErrTimeout != actors.ErrTimeout || ErrMailboxFull != mailbox.ErrMailboxFull {
+		t.Fatal("re-exported sentinels are not the originals")
+	}
+	full := &mailbox.FullError{Budget: mailbox.BudgetBytes, Current: 10, Max: 8}
+	if CodeOf(fmt.Errorf("tell: %w", full)) != CodeMailboxFull {
+		t.Fatal("typed mailbox error does not map to CodeMailboxFull")
+	}
+	if !errors.Is(ErrorOf(CodeMailboxFull, full.Error()), mailbox.ErrMailboxFull) {
+		t.Fatal("caller cannot match mailbox.ErrMailboxFull")
+	}
+	if !errors.Is(ErrorOf(CodeTimeout, ""), actors.ErrTimeout) {
+		t.Fatal("caller cannot match actors.ErrTimeout")
+	}
+}
+
+func TestCode_Unknown(t *testing.T) {
+	if CodeOf(nil) != 0 {
+		t.Fatal("CodeOf(nil) != 0")
+	}
+	if CodeOf(errors.New("boom")) != CodeHandler {
+		t.Fatal("unknown error is not CodeHandler")
+	}
+	if CodeOf(context.Canceled) != CodeCancelled || CodeOf(fmt.Errorf("x: %w", context.DeadlineExceeded)) != CodeTimeout {
+		t.Fatal("context errors not mapped")
+	}
+	err := ErrorOf(999, "from the future")
+	if !errors.Is(err, ErrHandler) || CodeOf(err) != 999 {
+		t.Fatalf("unknown code: %v / %v", err, CodeOf(err))
+	}
+	if Code(999).String() != "code(999)" {
+		t.Fatal(Code(999).String())
+	}
+	if got := ErrorOf(CodeBusy, "match full").Error(); got != "zlink: busy: match full" {
+		t.Fatalf("Error() = %q", got)
+	}
+	relayed := ErrorEnvelope(1, ErrorOf(CodeBusy, "match full"))
+	if string(relayed.Payload) != "match full" || relayed.Code != CodeBusy {
+		t.Fatalf("relayed error rewritten: %+v", relayed)
+	}
+	if (&Envelope{Kind: KindReply}).Err() != nil {
+		t.Fatal("Err on a reply is not nil")
+	}
+}
+
+func TestCheckLimit(t *testing.T) {
+	if err := CheckLimit(100, 100); err != nil {
+		t.Fatal(err)
+	}
+	err := CheckLimit(101, 100)
+	var tl *TooLargeError
+	if !errors.Is(err, ErrTooLarge) || !errors.As(err, &tl) || tl.Size != 101 || tl.Limit != 100 {
+		t.Fatalf("CheckLimit(101, 100) = %v", err)
+	}
+	if CheckLimit(1<<20, 0) != nil {
+		t.Fatal("limit 0 should mean MaxFrameSize")
+	}
+	if CheckLimit(-1, 0) == nil {
+		t.Fatal("negative size accepted")
+	}
+}
+
+func TestEncoder_RepresentationLimit(t *testing.T) {
+	var e encoder
+	e.tooLarge(int(MaxFrameSize) + 1)
+	if !errors.Is(e.err, ErrTooLarge) {
+		t.Fatalf("err = %v", e.err)
+	}
+	e = encoder{}
+	e.arrayHeader(int(MaxFrameSize) + 1)
+	e.mapHeader(int(MaxFrameSize) + 1)
+	if !errors.Is(e.err, ErrTooLarge) || len(e.b) != 0 {
+		t.Fatalf("oversized headers: err=%v wrote %d bytes", e.err, len(e.b))
+	}
+}

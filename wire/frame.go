@@ -1,0 +1,491 @@
+package wire
+
+import (
+	"math"
+	"slices"
+	"strconv"
+)
+
+// ProtocolVersion is the version of the frame layout this build writes and
+// the only one it reads.
+const ProtocolVersion uint16 = 1
+
+// MaxFrameSize is the wire's representation limit: every length on the wire
+// is a uint32, so no frame, string or payload can be larger.
+const MaxFrameSize uint64 = 1<<32 - 1
+
+// MaxWeight is the largest Server weight a descriptor or weight update may
+// carry.
+const MaxWeight = 10000
+
+// FrameType says which body a Frame carries.
+type FrameType uint8
+
+// Frame types. Values are part of the protocol: append only.
+const (
+	FrameHello FrameType = 1 + iota
+	FrameWelcome
+	FrameAuth
+	FrameReject
+	FrameBatch
+
+	frameTypeEnd
+)
+
+var frameTypeNames = [...]string{
+	FrameHello:   "hello",
+	FrameWelcome: "welcome",
+	FrameAuth:    "auth",
+	FrameReject:  "reject",
+	FrameBatch:   "batch",
+}
+
+func (t FrameType) String() string {
+	if t >= 1 && t < frameTypeEnd {
+		return frameTypeNames[t]
+	}
+	return "frame(" + strconv.Itoa(int(t)) + ")"
+}
+
+// Frame is one ZMQ message between two nodes. Exactly the body named by
+// Type is set; the others are nil. An empty Batch decodes as nil.
+type Frame struct {
+	Type    FrameType
+	Hello   *Hello
+	Welcome *Welcome
+	Auth    *Auth
+	Reject  *Reject
+	Batch   []Envelope
+}
+
+// Identity is what a node states about itself in the handshake: its
+// MeshNode descriptor plus the limits and capabilities of this connection.
+type Identity struct {
+	Mesh             string            // MeshName
+	RID              string            // Routing ID, unique within the mesh
+	Generation       uint64            // lifecycle generation, non-zero, new on every start
+	Revision         uint64            // descriptor revision, >= 1
+	ObjectRole       uint8             // Spot object role (0 none; values owned by spot/)
+	Servers          map[string]uint16 // Server ChannelName → weight (0..MaxWeight); may be empty
+	SecurityIdentity string            // "profile:fingerprint" (Trust.SecurityIdentity), never the RID
+	Endpoint         string            // the actual bound endpoint
+	Protocol         uint16            // protocol version the node speaks
+	Capabilities     []string          // optional features the node speaks
+	RecvLimit        uint64            // largest frame this side accepts, bytes (<= MaxFrameSize)
+	Draining         bool              // the node is draining
+}
+
+// Validate reports an error wrapping ErrProtocol when id breaks a rule of
+// the descriptor (empty mesh or RID, zero generation or revision, no
+// security identity or one equal to the RID, weight over MaxWeight, receive
+// limit over MaxFrameSize).
+func (id *Identity) Validate() error {
+	if reason := id.problem(); reason != "" {
+		return &DecodeError{Offset: -1, Reason: reason}
+	}
+	return nil
+}
+
+func (id *Identity) problem() string {
+	switch {
+	case id.Mesh == "":
+		return "identity: empty mesh"
+	case id.RID == "":
+		return "identity: empty rid"
+	case id.Generation == 0:
+		return "identity: zero generation"
+	case id.Revision == 0:
+		return "identity: zero revision"
+	case id.SecurityIdentity == "":
+		return "identity: empty security identity"
+	case id.SecurityIdentity == id.RID:
+		return "identity: security identity equals rid"
+	case id.RecvLimit > MaxFrameSize:
+		return "identity: receive limit over MaxFrameSize"
+	}
+	for _, w := range id.Servers {
+		if w > MaxWeight {
+			return "identity: weight over MaxWeight"
+		}
+	}
+	return ""
+}
+
+// Hello is the dialer's first frame.
+type Hello struct {
+	Identity
+	Nonce            [16]byte // dialer's challenge; the Welcome proof covers it
+	ExpectRID        string   // optional: the RID the dialer expects to reach
+	ConfigGeneration uint64   // generation of the topology configuration the dial was made from
+}
+
+// Welcome is the listener's answer to Hello.
+type Welcome struct {
+	Identity
+	Nonce [16]byte // listener's challenge; the Auth proof covers it
+	Proof [32]byte // listener's proof over the dialer's nonce
+}
+
+// Auth is the dialer's proof over the listener's nonce; after it both sides
+// are ready.
+type Auth struct {
+	Proof [32]byte
+}
+
+// Reject ends a handshake (or a connection) with a reason.
+type Reject struct {
+	Reason RejectReason
+	Detail string // human-readable, for logs
+}
+
+// RejectReason says why a handshake was refused.
+type RejectReason uint8
+
+// Reject reasons. Values are part of the protocol: append only.
+const (
+	RejectWrongMesh RejectReason = 1 + iota
+	RejectWrongRID
+	RejectAuth
+	RejectVersion
+	RejectCapability
+	RejectRIDCollision
+	RejectNotRequired
+	RejectDuplicate
+	RejectStaleGeneration
+	RejectShuttingDown
+	RejectProtocol
+
+	rejectEnd
+)
+
+var rejectNames = [...]string{
+	RejectWrongMesh:       "wrong_mesh",
+	RejectWrongRID:        "wrong_rid",
+	RejectAuth:            "auth",
+	RejectVersion:         "version",
+	RejectCapability:      "capability",
+	RejectRIDCollision:    "rid_collision",
+	RejectNotRequired:     "not_required",
+	RejectDuplicate:       "duplicate",
+	RejectStaleGeneration: "stale_generation",
+	RejectShuttingDown:    "shutting_down",
+	RejectProtocol:        "protocol",
+}
+
+func (r RejectReason) String() string {
+	if r >= 1 && r < rejectEnd {
+		return rejectNames[r]
+	}
+	return "reject(" + strconv.Itoa(int(r)) + ")"
+}
+
+// Layout (all msgpack, array form):
+//
+//	frame    = [version, type, body]
+//	hello    = [identity, nonce bin16, expectRID, configGeneration]
+//	welcome  = [identity, nonce bin16, proof bin32]
+//	auth     = [proof bin32]
+//	reject   = [reason, detail]
+//	batch    = [envelope...]
+//	identity = [mesh, rid, generation, revision, objectRole, servers map|nil,
+//	            securityIdentity, endpoint, protocol, capabilities array|nil,
+//	            recvLimit, draining]
+const (
+	frameFields    = 3
+	helloFields    = 4
+	welcomeFields  = 3
+	authFields     = 1
+	rejectFields   = 2
+	identityFields = 12
+)
+
+var errFrameBody = &DecodeError{Offset: -1, Reason: "frame body does not match frame type"}
+
+// AppendFrame encodes f and appends it to dst. It fails (and returns dst
+// unchanged) when the body does not match the type, a handshake identity is
+// invalid, an envelope has an invalid Kind (errors wrapping ErrProtocol), or
+// a length does not fit the wire (ErrTooLarge).
+func AppendFrame(dst []byte, f *Frame) ([]byte, error) {
+	if err := checkBody(f); err != nil {
+		return dst, err
+	}
+	e := encoder{b: dst}
+	e.arrayHeader(frameFields)
+	e.uint(uint64(ProtocolVersion))
+	e.uint(uint64(f.Type))
+	switch f.Type {
+	case FrameHello:
+		h := f.Hello
+		e.arrayHeader(helloFields)
+		e.identity(&h.Identity)
+		e.bin(h.Nonce[:])
+		e.string(h.ExpectRID)
+		e.uint(h.ConfigGeneration)
+	case FrameWelcome:
+		w := f.Welcome
+		e.arrayHeader(welcomeFields)
+		e.identity(&w.Identity)
+		e.bin(w.Nonce[:])
+		e.bin(w.Proof[:])
+	case FrameAuth:
+		e.arrayHeader(authFields)
+		e.bin(f.Auth.Proof[:])
+	case FrameReject:
+		e.arrayHeader(rejectFields)
+		e.uint(uint64(f.Reject.Reason))
+		e.string(f.Reject.Detail)
+	case FrameBatch:
+		e.arrayHeader(len(f.Batch))
+		for i := range f.Batch {
+			e.envelope(&f.Batch[i])
+		}
+	}
+	if e.err == nil && uint64(len(e.b)-len(dst)) > MaxFrameSize {
+		e.err = &TooLargeError{Size: uint64(len(e.b) - len(dst)), Limit: MaxFrameSize}
+	}
+	if e.err != nil {
+		return dst, e.err
+	}
+	return e.b, nil
+}
+
+func checkBody(f *Frame) error {
+	var ok bool
+	switch f.Type {
+	case FrameHello:
+		ok = f.Hello != nil && f.Welcome == nil && f.Auth == nil && f.Reject == nil && f.Batch == nil
+		if ok {
+			return f.Hello.Validate()
+		}
+	case FrameWelcome:
+		ok = f.Hello == nil && f.Welcome != nil && f.Auth == nil && f.Reject == nil && f.Batch == nil
+		if ok {
+			return f.Welcome.Validate()
+		}
+	case FrameAuth:
+		ok = f.Hello == nil && f.Welcome == nil && f.Auth != nil && f.Reject == nil && f.Batch == nil
+	case FrameReject:
+		ok = f.Hello == nil && f.Welcome == nil && f.Auth == nil && f.Reject != nil && f.Batch == nil
+		if ok && f.Reject.Reason == 0 {
+			return &DecodeError{Offset: -1, Reason: "reject: zero reason"}
+		}
+	case FrameBatch:
+		ok = f.Hello == nil && f.Welcome == nil && f.Auth == nil && f.Reject == nil
+		if ok {
+			for i := range f.Batch {
+				if !f.Batch[i].Kind.valid() {
+					return &DecodeError{Offset: -1, Reason: "envelope: invalid kind"}
+				}
+			}
+		}
+	default:
+		return &VersionError{Version: ProtocolVersion, Type: f.Type}
+	}
+	if !ok {
+		return errFrameBody
+	}
+	return nil
+}
+
+func (e *encoder) identity(id *Identity) {
+	e.arrayHeader(identityFields)
+	e.string(id.Mesh)
+	e.string(id.RID)
+	e.uint(id.Generation)
+	e.uint(id.Revision)
+	e.uint(uint64(id.ObjectRole))
+	e.weights(id.Servers)
+	e.string(id.SecurityIdentity)
+	e.string(id.Endpoint)
+	e.uint(uint64(id.Protocol))
+	if id.Capabilities == nil {
+		e.nil()
+	} else {
+		e.arrayHeader(len(id.Capabilities))
+		for _, c := range id.Capabilities {
+			e.string(c)
+		}
+	}
+	e.uint(id.RecvLimit)
+	e.bool(id.Draining)
+}
+
+// sortedKeys returns m's keys in order, using buf when it is large enough,
+// so encoding is deterministic.
+func sortedKeys[V any](m map[string]V, buf []string) []string {
+	keys := buf[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func (e *encoder) weights(m map[string]uint16) {
+	if m == nil {
+		e.nil()
+		return
+	}
+	e.mapHeader(len(m))
+	var buf [16]string
+	for _, k := range sortedKeys(m, buf[:]) {
+		e.string(k)
+		e.uint(uint64(m[k]))
+	}
+}
+
+func (e *encoder) headroom(m map[string]uint32) {
+	if m == nil {
+		e.nil()
+		return
+	}
+	e.mapHeader(len(m))
+	var buf [16]string
+	for _, k := range sortedKeys(m, buf[:]) {
+		e.string(k)
+		e.uint(uint64(m[k]))
+	}
+}
+
+// DecodeFrame decodes one frame. It never panics, and allocates O(len(b)):
+// every length prefix and element count is checked against the bytes that
+// remain before anything is allocated. Garbage gives an error wrapping
+// ErrProtocol (a *DecodeError); an unknown version or frame type gives a
+// *VersionError, which matches ErrProtocol and ErrVersion.
+//
+// Envelope payloads alias b: b must not be modified while the frame or its
+// envelopes are in use (a ZMQ message buffer is never reused, so the
+// transport can hand it over as is).
+func DecodeFrame(b []byte) (*Frame, error) {
+	r := reader{b: b}
+	n := r.arrayHeader()
+	if r.err == nil && n < 2 {
+		r.fail("frame: short header")
+	}
+	version := r.uint(math.MaxUint16)
+	if r.err != nil {
+		return nil, r.err
+	}
+	if uint16(version) != ProtocolVersion {
+		return nil, &VersionError{Version: uint16(version)}
+	}
+	if n != frameFields {
+		r.fail("frame: wrong field count")
+		return nil, r.err
+	}
+	t := FrameType(r.uint(math.MaxUint8))
+	if r.err != nil {
+		return nil, r.err
+	}
+	f := &Frame{Type: t}
+	switch t {
+	case FrameHello:
+		r.fields(helloFields)
+		h := &Hello{}
+		r.identity(&h.Identity)
+		r.fixedBin(h.Nonce[:])
+		h.ExpectRID = r.string()
+		h.ConfigGeneration = r.uint(math.MaxUint64)
+		f.Hello = h
+	case FrameWelcome:
+		r.fields(welcomeFields)
+		w := &Welcome{}
+		r.identity(&w.Identity)
+		r.fixedBin(w.Nonce[:])
+		r.fixedBin(w.Proof[:])
+		f.Welcome = w
+	case FrameAuth:
+		r.fields(authFields)
+		a := &Auth{}
+		r.fixedBin(a.Proof[:])
+		f.Auth = a
+	case FrameReject:
+		r.fields(rejectFields)
+		rj := &Reject{}
+		rj.Reason = RejectReason(r.uint(math.MaxUint8))
+		if r.err == nil && rj.Reason == 0 {
+			r.fail("reject: zero reason")
+		}
+		rj.Detail = r.string()
+		f.Reject = rj
+	case FrameBatch:
+		f.Batch = r.batch()
+	default:
+		return nil, &VersionError{Version: ProtocolVersion, Type: t}
+	}
+	if r.err == nil && r.off != len(b) {
+		r.fail("frame: trailing bytes")
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return f, nil
+}
+
+// fields reads an array header that must have exactly n elements.
+func (r *reader) fields(n int) {
+	if got := r.arrayHeader(); r.err == nil && got != n {
+		r.fail("wrong field count")
+	}
+}
+
+func (r *reader) identity(id *Identity) {
+	start := r.off
+	r.fields(identityFields)
+	id.Mesh = r.string()
+	id.RID = r.string()
+	id.Generation = r.uint(math.MaxUint64)
+	id.Revision = r.uint(math.MaxUint64)
+	id.ObjectRole = uint8(r.uint(math.MaxUint8))
+	id.Servers = r.weights()
+	id.SecurityIdentity = r.string()
+	id.Endpoint = r.string()
+	id.Protocol = uint16(r.uint(math.MaxUint16))
+	if !r.peekNil() {
+		n := r.arrayHeader()
+		id.Capabilities = make([]string, 0, n)
+		for i := 0; i < n && r.err == nil; i++ {
+			id.Capabilities = append(id.Capabilities, r.string())
+		}
+	}
+	id.RecvLimit = r.uint(MaxFrameSize)
+	id.Draining = r.bool()
+	if r.err == nil {
+		if reason := id.problem(); reason != "" {
+			r.off = start
+			r.fail(reason)
+		}
+	}
+}
+
+func (r *reader) weights() map[string]uint16 {
+	n, isNil := r.mapHeader()
+	if isNil || r.err != nil {
+		return nil
+	}
+	m := make(map[string]uint16, n)
+	for i := 0; i < n && r.err == nil; i++ {
+		k := r.string()
+		m[k] = uint16(r.uint(MaxWeight))
+		if len(m) != i+1 {
+			r.fail("duplicate map key")
+		}
+	}
+	return m
+}
+
+func (r *reader) headroom() map[string]uint32 {
+	n, isNil := r.mapHeader()
+	if isNil || r.err != nil {
+		return nil
+	}
+	m := make(map[string]uint32, n)
+	for i := 0; i < n && r.err == nil; i++ {
+		k := r.string()
+		m[k] = uint32(r.uint(math.MaxUint32))
+		if len(m) != i+1 {
+			r.fail("duplicate map key")
+		}
+	}
+	return m
+}
