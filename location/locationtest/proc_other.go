@@ -1,0 +1,7 @@
+//go:build !linux
+
+package locationtest
+
+import "os/exec"
+
+func configureChild(*exec.Cmd) {}

@@ -1,0 +1,655 @@
+package locationtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zlink-go/zlink/location"
+)
+
+// NewStoreFunc returns a fresh, empty store and an expire function that
+// makes d of lease time pass: it advances an injected clock (memory) or
+// waits for real time (Redis). The store is closed at test cleanup by the
+// caller of Run or by the suite (Close is idempotent).
+type NewStoreFunc func(t *testing.T) (store location.Store, expire func(d time.Duration))
+
+// TTLs used by the suite: ShortTTL leases are expired by the tests,
+// LongTTL leases outlive every test.
+const (
+	ShortTTL = 200 * time.Millisecond
+	LongTTL  = time.Minute
+)
+
+// waitTimeout bounds every condition wait of the suite.
+const waitTimeout = 10 * time.Second
+
+// Run runs the conformance suite against the stores made by newStore.
+func Run(t *testing.T, newStore NewStoreFunc) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s location.Store, expire func(time.Duration))
+	}{
+		{"DescriptorPutGetList", testPutGetList},
+		{"DescriptorValidation", testValidation},
+		{"DescriptorRevision", testRevision},
+		{"DescriptorRenewDelete", testRenewDelete},
+		{"TTLExpiry", testTTLExpiry},
+		{"WatchPutDeleteExpiry", testWatch},
+		{"WatchSlowConsumer", testWatchSlowConsumer},
+		{"ClaimExclusive", testClaimExclusive},
+		{"ClaimAfterOwnerExpired", testClaimAfterExpiry},
+		{"ClaimAfterOwnerRestart", testClaimAfterRestart},
+		{"TransferFenced", testTransfer},
+		{"ReleaseFenced", testRelease},
+		{"PublishersIsolated", testPublishers},
+		{"MeshIsolation", testMeshIsolation},
+		{"Closed", testClosed},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, expire := newStore(t)
+			t.Cleanup(func() { _ = s.Close() })
+			tc.fn(t, s, expire)
+		})
+	}
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// Desc returns a valid descriptor for tests.
+func Desc(mesh, rid string, gen, rev uint64) location.Descriptor {
+	return location.Descriptor{
+		Mesh: mesh, RID: rid, Generation: gen, Revision: rev,
+		Endpoint:         "tcp://127.0.0.1:" + fmt.Sprint(7000+len(rid)),
+		Servers:          map[string]uint16{"match": 100, "lobby": 0},
+		ObjectRole:       location.RoleServer,
+		PlacementWeight:  10,
+		SecurityIdentity: "shared:abcd",
+		Protocol:         1,
+	}
+}
+
+func sameDescriptor(a, b location.Descriptor) bool {
+	ea, eb := a, b
+	ea.Servers, eb.Servers = nil, nil
+	return maps.Equal(a.Servers, b.Servers) && fmt.Sprint(ea) == fmt.Sprint(eb)
+}
+
+func requireDescriptor(t *testing.T, got, want location.Descriptor) {
+	t.Helper()
+	if !sameDescriptor(got, want) {
+		t.Fatalf("descriptor:\n got  %+v\n want %+v", got, want)
+	}
+}
+
+func rids(ds []location.Descriptor) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.RID
+	}
+	return out
+}
+
+func requireIs(t *testing.T, err, target error) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Fatalf("error %v, want %v", err, target)
+	}
+}
+
+func requireNoErr(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// WaitFor polls cond until it holds or waitTimeout passes.
+func WaitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(waitTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline.C:
+			t.Fatalf("timed out after %v waiting for %s", waitTimeout, what)
+		case <-tick.C:
+		}
+	}
+}
+
+// NextEvent reads events until one matches, failing after waitTimeout.
+// Every event read is passed to seen (may be nil).
+func NextEvent(t testing.TB, ch <-chan location.Event, want location.Event, seen func(location.Event)) {
+	t.Helper()
+	deadline := time.NewTimer(waitTimeout)
+	defer deadline.Stop()
+	for {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				t.Fatalf("watch channel closed while waiting for %+v", want)
+			}
+			if seen != nil {
+				seen(ev)
+			}
+			if ev == want {
+				return
+			}
+		case <-deadline.C:
+			t.Fatalf("timed out after %v waiting for event %+v", waitTimeout, want)
+		}
+	}
+}
+
+func put(t *testing.T, s location.Store, d location.Descriptor, ttl time.Duration) {
+	t.Helper()
+	requireNoErr(t, s.PutDescriptor(testCtx(t), d, ttl))
+}
+
+func testPutGetList(t *testing.T, s location.Store, _ func(time.Duration)) {
+	ctx := testCtx(t)
+	b := Desc("m", "node-b", 7, 1)
+	a := Desc("m", "node-a", 1<<63+5, 3) // generation beyond float64 precision
+	a.Draining = true
+	a.ObjectRole = location.RoleClient
+	a.Servers = nil
+	put(t, s, b, LongTTL)
+	put(t, s, a, LongTTL)
+
+	got, err := s.GetDescriptor(ctx, "m", "node-a")
+	requireNoErr(t, err)
+	requireDescriptor(t, got, a)
+
+	list, err := s.ListDescriptors(ctx, "m")
+	requireNoErr(t, err)
+	if !slices.Equal(rids(list), []string{"node-a", "node-b"}) {
+		t.Fatalf("list %v, want sorted [node-a node-b]", rids(list))
+	}
+	requireDescriptor(t, list[1], b)
+
+	_, err = s.GetDescriptor(ctx, "m", "nobody")
+	requireIs(t, err, location.ErrNotFound)
+	list, err = s.ListDescriptors(ctx, "empty-mesh")
+	requireNoErr(t, err)
+	if len(list) != 0 {
+		t.Fatalf("empty mesh lists %v", rids(list))
+	}
+
+	// The store hands out copies: mutating a result changes nothing.
+	got.Servers = map[string]uint16{"x": 1}
+	again, err := s.GetDescriptor(ctx, "m", "node-b")
+	requireNoErr(t, err)
+	again.Servers["match"] = 1
+	again, err = s.GetDescriptor(ctx, "m", "node-b")
+	requireNoErr(t, err)
+	requireDescriptor(t, again, b)
+}
+
+func testValidation(t *testing.T, s location.Store, _ func(time.Duration)) {
+	ctx := testCtx(t)
+	for name, mut := range map[string]func(*location.Descriptor){
+		"generation 0": func(d *location.Descriptor) { d.Generation = 0 },
+		"revision 0":   func(d *location.Descriptor) { d.Revision = 0 },
+		"no role":      func(d *location.Descriptor) { d.ObjectRole = 0 },
+		"no rid":       func(d *location.Descriptor) { d.RID = "" },
+		"no mesh":      func(d *location.Descriptor) { d.Mesh = "" },
+		"brace mesh":   func(d *location.Descriptor) { d.Mesh = "a}b" },
+	} {
+		d := Desc("m", "n", 1, 1)
+		mut(&d)
+		if err := s.PutDescriptor(ctx, d, LongTTL); !errors.Is(err, location.ErrInvalid) {
+			t.Errorf("%s: error %v, want ErrInvalid", name, err)
+		}
+	}
+	list, err := s.ListDescriptors(ctx, "m")
+	requireNoErr(t, err)
+	if len(list) != 0 {
+		t.Fatalf("invalid descriptors were stored: %v", rids(list))
+	}
+	requireIs(t, s.PutDescriptor(ctx, Desc("m", "n", 1, 1), 0), location.ErrInvalid)
+	requireIs(t, s.PutPublisher(ctx, location.Publisher{Channel: "c", RID: "p", Endpoint: "tcp://x:1"}, LongTTL), location.ErrInvalid)
+	requireIs(t, s.PutPublisher(ctx, location.Publisher{Channel: "c", RID: "p", Generation: 1}, LongTTL), location.ErrInvalid)
+	_, err = s.Claim(ctx, location.Ownership{Mesh: "m", Kind: "a:b", ID: "1", OwnerRID: "n", OwnerGeneration: 1})
+	requireIs(t, err, location.ErrInvalid)
+	_, err = s.Claim(ctx, location.Ownership{Mesh: "m", Kind: "player", ID: "1", OwnerRID: "n"})
+	requireIs(t, err, location.ErrInvalid)
+}
+
+func testRevision(t *testing.T, s location.Store, _ func(time.Duration)) {
+	ctx := testCtx(t)
+	d := Desc("m", "n", 9, 1)
+	put(t, s, d, LongTTL)
+	d.Revision, d.Servers = 2, map[string]uint16{"match": 50}
+	put(t, s, d, LongTTL)
+	put(t, s, d, LongTTL) // same revision again: a lease renewal
+	stale := Desc("m", "n", 9, 1)
+	requireIs(t, s.PutDescriptor(ctx, stale, LongTTL), location.ErrFenced)
+	got, err := s.GetDescriptor(ctx, "m", "n")
+	requireNoErr(t, err)
+	requireDescriptor(t, got, d)
+
+	// A new lifecycle of the same RID replaces the old one at any revision.
+	next := Desc("m", "n", 10, 1)
+	put(t, s, next, LongTTL)
+	got, err = s.GetDescriptor(ctx, "m", "n")
+	requireNoErr(t, err)
+	requireDescriptor(t, got, next)
+}
+
+func testRenewDelete(t *testing.T, s location.Store, _ func(time.Duration)) {
+	ctx := testCtx(t)
+	d := Desc("m", "n", 3, 1)
+	put(t, s, d, LongTTL)
+	requireNoErr(t, s.RenewDescriptor(ctx, "m", "n", 3, LongTTL))
+	requireIs(t, s.RenewDescriptor(ctx, "m", "n", 4, LongTTL), location.ErrNotFound)
+	requireIs(t, s.RenewDescriptor(ctx, "m", "other", 3, LongTTL), location.ErrNotFound)
+
+	requireIs(t, s.DeleteDescriptor(ctx, "m", "n", 4), location.ErrNotFound)
+	if _, err := s.GetDescriptor(ctx, "m", "n"); err != nil {
+		t.Fatalf("delete with a wrong generation removed the descriptor: %v", err)
+	}
+	requireNoErr(t, s.DeleteDescriptor(ctx, "m", "n", 3))
+	_, err := s.GetDescriptor(ctx, "m", "n")
+	requireIs(t, err, location.ErrNotFound)
+	list, err := s.ListDescriptors(ctx, "m")
+	requireNoErr(t, err)
+	if len(list) != 0 {
+		t.Fatalf("deleted descriptor still listed: %v", rids(list))
+	}
+	requireIs(t, s.DeleteDescriptor(ctx, "m", "n", 3), location.ErrNotFound)
+	requireIs(t, s.RenewDescriptor(ctx, "m", "n", 3, LongTTL), location.ErrNotFound)
+}
+
+func testTTLExpiry(t *testing.T, s location.Store, expire func(time.Duration)) {
+	ctx := testCtx(t)
+	put(t, s, Desc("m", "short", 1, 1), ShortTTL)
+	put(t, s, Desc("m", "long", 1, 1), LongTTL)
+	put(t, s, Desc("m", "renewed", 1, 1), ShortTTL)
+	requireNoErr(t, s.RenewDescriptor(ctx, "m", "renewed", 1, LongTTL))
+	expire(ShortTTL)
+	WaitFor(t, "short lease to leave the list", func() bool {
+		list, err := s.ListDescriptors(ctx, "m")
+		return err == nil && slices.Equal(rids(list), []string{"long", "renewed"})
+	})
+	_, err := s.GetDescriptor(ctx, "m", "short")
+	requireIs(t, err, location.ErrNotFound)
+	requireIs(t, s.RenewDescriptor(ctx, "m", "short", 1, LongTTL), location.ErrNotFound)
+	// An expired lifecycle may come back with a new lease.
+	put(t, s, Desc("m", "short", 1, 1), LongTTL)
+}
+
+func testWatch(t *testing.T, s location.Store, expire func(time.Duration)) {
+	ctx := testCtx(t)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ch, err := s.Watch(wctx, "m")
+	requireNoErr(t, err)
+
+	put(t, s, Desc("m", "a", 1, 1), LongTTL)
+	NextEvent(t, ch, location.Event{Kind: location.EventPut, Mesh: "m", RID: "a"}, nil)
+	d := Desc("m", "a", 1, 2)
+	put(t, s, d, LongTTL)
+	NextEvent(t, ch, location.Event{Kind: location.EventPut, Mesh: "m", RID: "a"}, nil)
+	requireNoErr(t, s.DeleteDescriptor(ctx, "m", "a", 1))
+	NextEvent(t, ch, location.Event{Kind: location.EventDelete, Mesh: "m", RID: "a"}, nil)
+
+	put(t, s, Desc("m", "b", 1, 1), ShortTTL)
+	NextEvent(t, ch, location.Event{Kind: location.EventPut, Mesh: "m", RID: "b"}, nil)
+	expire(ShortTTL)
+	NextEvent(t, ch, location.Event{Kind: location.EventDelete, Mesh: "m", RID: "b"}, nil)
+
+	cancel()
+	WaitFor(t, "watch channel to close after ctx end", func() bool {
+		select {
+		case _, ok := <-ch:
+			return !ok
+		default:
+			return false
+		}
+	})
+}
+
+func testWatchSlowConsumer(t *testing.T, s location.Store, _ func(time.Duration)) {
+	ctx := testCtx(t)
+	ch, err := s.Watch(ctx, "m")
+	requireNoErr(t, err)
+	// Nobody reads while 100 writes happen: writers must not block.
+	const n = 50
+	for i := range n {
+		d := Desc("m", fmt.Sprintf("n%02d", i), 1, 1)
+		put(t, s, d, LongTTL)
+		d.Revision = 2
+		put(t, s, d, LongTTL)
+	}
+	missing := make(map[string]bool, n)
+	for i := range n {
+		missing[fmt.Sprintf("n%02d", i)] = true
+	}
+	deadline := time.NewTimer(waitTimeout)
+	defer deadline.Stop()
+	for len(missing) > 0 {
+		select {
+		case ev := <-ch:
+			if ev.Kind == location.EventPut {
+				delete(missing, ev.RID)
+			}
+		case <-deadline.C:
+			t.Fatalf("no event for %d RIDs after a slow consumer caught up", len(missing))
+		}
+	}
+}
+
+func testClaimExclusive(t *testing.T, s location.Store, _ func(time.Duration)) {
+	ctx := testCtx(t)
+	const n = 16
+	for i := range n {
+		put(t, s, Desc("m", fmt.Sprintf("n%02d", i), uint64(100+i), 1), LongTTL)
+	}
+	type result struct {
+		o   location.Ownership
+		err error
+	}
+	results := make([]result, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			o, err := s.Claim(ctx, location.Ownership{Kind: "player", ID: "42", Mesh: "m",
+				OwnerRID: fmt.Sprintf("n%02d", i), OwnerGeneration: uint64(100 + i)})
+			results[i] = result{o, err}
+		})
+	}
+	close(start)
+	wg.Wait()
+
+	var winner location.Ownership
+	wins := 0
+	for _, r := range results {
+		if r.err == nil {
+			wins++
+			winner = r.o
+		}
+	}
+	if wins != 1 {
+		t.Fatalf("%d claims won, want exactly 1: %+v", wins, results)
+	}
+	if winner.Epoch != 1 || winner.Kind != "player" || winner.ID != "42" || winner.Mesh != "m" {
+		t.Fatalf("winner record %+v", winner)
+	}
+	for i, r := range results {
+		if r.err == nil {
+			continue
+		}
+		var owned *location.OwnedError
+		if !errors.As(r.err, &owned) || !errors.Is(r.err, location.ErrOwned) {
+			t.Fatalf("claimer %d: error %v, want *OwnedError", i, r.err)
+		}
+		if owned.Holder != winner || r.o != winner {
+			t.Fatalf("claimer %d: holder %+v / returned %+v, want winner %+v", i, owned.Holder, r.o, winner)
+		}
+	}
+	cur, err := s.Owner(ctx, "m", "player", "42")
+	requireNoErr(t, err)
+	if cur != winner {
+		t.Fatalf("owner %+v, want %+v", cur, winner)
+	}
+	// Re-claim by the owner returns the record unchanged.
+	again, err := s.Claim(ctx, location.Ownership{Kind: "player", ID: "42", Mesh: "m",
+		OwnerRID: winner.OwnerRID, OwnerGeneration: winner.OwnerGeneration})
+	requireNoErr(t, err)
+	if again != winner {
+		t.Fatalf("re-claim %+v, want unchanged %+v", again, winner)
+	}
+	// A claimer without a live descriptor can never own anything.
+	_, err = s.Claim(ctx, location.Ownership{Kind: "player", ID: "43", Mesh: "m", OwnerRID: "ghost", OwnerGeneration: 1})
+	requireIs(t, err, location.ErrNoLease)
+	_, err = s.Claim(ctx, location.Ownership{Kind: "player", ID: "43", Mesh: "m", OwnerRID: "n00", OwnerGeneration: 999})
+	requireIs(t, err, location.ErrNoLease)
+	_, err = s.Owner(ctx, "m", "player", "43")
+	requireIs(t, err, location.ErrNotFound)
+}
+
+func claim(t *testing.T, s location.Store, mesh, kind, id, rid string, gen uint64) location.Ownership {
+	t.Helper()
+	o, err := s.Claim(testCtx(t), location.Ownership{Kind: kind, ID: id, Mesh: mesh, OwnerRID: rid, OwnerGeneration: gen})
+	requireNoErr(t, err)
+	return o
+}
+
+func testClaimAfterExpiry(t *testing.T, s location.Store, expire func(time.Duration)) {
+	ctx := testCtx(t)
+	put(t, s, Desc("m", "a", 1, 1), ShortTTL)
+	put(t, s, Desc("m", "b", 2, 1), LongTTL)
+	oa := claim(t, s, "m", "room", "r1", "a", 1)
+	if oa.Epoch != 1 {
+		t.Fatalf("first claim epoch %d", oa.Epoch)
+	}
+	_, err := s.Claim(ctx, location.Ownership{Kind: "room", ID: "r1", Mesh: "m", OwnerRID: "b", OwnerGeneration: 2})
+	requireIs(t, err, location.ErrOwned)
+
+	expire(ShortTTL)
+	WaitFor(t, "owner lease to expire", func() bool {
+		_, err := s.GetDescriptor(ctx, "m", "a")
+		return errors.Is(err, location.ErrNotFound)
+	})
+	_, err = s.Owner(ctx, "m", "room", "r1")
+	requireIs(t, err, location.ErrNotFound)
+	ob := claim(t, s, "m", "room", "r1", "b", 2)
+	if ob.Epoch != 2 || ob.OwnerRID != "b" || ob.OwnerGeneration != 2 {
+		t.Fatalf("claim after expiry %+v, want owner b epoch 2", ob)
+	}
+	// The old owner's fencing token is dead.
+	requireIs(t, s.Release(ctx, oa), location.ErrFenced)
+}
+
+func testClaimAfterRestart(t *testing.T, s location.Store, _ func(time.Duration)) {
+	ctx := testCtx(t)
+	put(t, s, Desc("m", "a", 1, 1), LongTTL)
+	o1 := claim(t, s, "m", "room", "r1", "a", 1)
+	// Same RID, new lifecycle: the old generation's ownership is void.
+	put(t, s, Desc("m", "a", 2, 1), LongTTL)
+	_, err := s.Owner(ctx, "m", "room", "r1")
+	requireIs(t, err, location.ErrNotFound)
+	_, err = s.Claim(ctx, o1)
+	requireIs(t, err, location.ErrNoLease)
+	o2 := claim(t, s, "m", "room", "r1", "a", 2)
+	if o2.Epoch != 2 || o2.OwnerGeneration != 2 {
+		t.Fatalf("claim by new generation %+v, want generation 2 epoch 2", o2)
+	}
+}
+
+func testTransfer(t *testing.T, s location.Store, _ func(time.Duration)) {
+	ctx := testCtx(t)
+	for i, rid := range []string{"a", "b", "c"} {
+		put(t, s, Desc("m", rid, uint64(i+1), 1), LongTTL)
+	}
+	o1 := claim(t, s, "m", "room", "r1", "a", 1)
+	o2, err := s.Transfer(ctx, o1, "b", 2)
+	requireNoErr(t, err)
+	want := location.Ownership{Kind: "room", ID: "r1", Mesh: "m", OwnerRID: "b", OwnerGeneration: 2, Epoch: 2}
+	if o2 != want {
+		t.Fatalf("transfer %+v, want %+v", o2, want)
+	}
+	_, err = s.Transfer(ctx, o1, "c", 3) // stale epoch
+	requireIs(t, err, location.ErrFenced)
+	wrongGen := o2
+	wrongGen.OwnerGeneration = 9
+	_, err = s.Transfer(ctx, wrongGen, "c", 3)
+	requireIs(t, err, location.ErrFenced)
+	_, err = s.Transfer(ctx, o2, "ghost", 1) // target without a lease
+	requireIs(t, err, location.ErrNoLease)
+	_, err = s.Transfer(ctx, o2, "c", 4) // target lease of another generation
+	requireIs(t, err, location.ErrNoLease)
+	cur, err := s.Owner(ctx, "m", "room", "r1")
+	requireNoErr(t, err)
+	if cur != o2 {
+		t.Fatalf("failed transfers changed the record: %+v, want %+v", cur, o2)
+	}
+	// The owner's claim is still answered with its record.
+	_, err = s.Claim(ctx, location.Ownership{Kind: "room", ID: "r1", Mesh: "m", OwnerRID: "c", OwnerGeneration: 3})
+	requireIs(t, err, location.ErrOwned)
+	o3, err := s.Transfer(ctx, o2, "c", 3)
+	requireNoErr(t, err)
+	if o3.Epoch != 3 || o3.OwnerRID != "c" {
+		t.Fatalf("second transfer %+v", o3)
+	}
+}
+
+func testRelease(t *testing.T, s location.Store, _ func(time.Duration)) {
+	ctx := testCtx(t)
+	put(t, s, Desc("m", "a", 1, 1), LongTTL)
+	put(t, s, Desc("m", "b", 2, 1), LongTTL)
+	o1 := claim(t, s, "m", "room", "r1", "a", 1)
+	o2, err := s.Transfer(ctx, o1, "b", 2)
+	requireNoErr(t, err)
+	requireIs(t, s.Release(ctx, o1), location.ErrFenced)
+	if cur, err := s.Owner(ctx, "m", "room", "r1"); err != nil || cur != o2 {
+		t.Fatalf("fenced release changed the record: %+v %v", cur, err)
+	}
+	requireNoErr(t, s.Release(ctx, o2))
+	_, err = s.Owner(ctx, "m", "room", "r1")
+	requireIs(t, err, location.ErrNotFound)
+	requireIs(t, s.Release(ctx, o2), location.ErrFenced)
+	// Epochs never go back, also across a release.
+	o3 := claim(t, s, "m", "room", "r1", "a", 1)
+	if o3.Epoch != 3 {
+		t.Fatalf("claim after release epoch %d, want 3", o3.Epoch)
+	}
+	requireIs(t, s.Release(ctx, location.Ownership{Kind: "room", ID: "never", Mesh: "m", OwnerRID: "a", OwnerGeneration: 1, Epoch: 1}), location.ErrFenced)
+}
+
+func testPublishers(t *testing.T, s location.Store, expire func(time.Duration)) {
+	ctx := testCtx(t)
+	// A node descriptor and publishers sharing names must never mix.
+	put(t, s, Desc("news", "p1", 1, 1), LongTTL)
+	p1 := location.Publisher{Channel: "news", RID: "p1", Generation: 5, Endpoint: "tcp://127.0.0.1:9001"}
+	p2 := location.Publisher{Channel: "news", RID: "p2", Generation: 6, Endpoint: "tcp://127.0.0.1:9002"}
+	p3 := location.Publisher{Channel: "other", RID: "p3", Generation: 7, Endpoint: "tcp://127.0.0.1:9003"}
+	short := location.Publisher{Channel: "news", RID: "p0", Generation: 8, Endpoint: "tcp://127.0.0.1:9000"}
+	for _, p := range []location.Publisher{p2, p1, p3} {
+		requireNoErr(t, s.PutPublisher(ctx, p, LongTTL))
+	}
+	requireNoErr(t, s.PutPublisher(ctx, short, ShortTTL))
+
+	pubs, err := s.ListPublishers(ctx, "news")
+	requireNoErr(t, err)
+	if !slices.Equal(pubs, []location.Publisher{short, p1, p2}) {
+		t.Fatalf("publishers of news %+v", pubs)
+	}
+	nodes, err := s.ListDescriptors(ctx, "news")
+	requireNoErr(t, err)
+	if !slices.Equal(rids(nodes), []string{"p1"}) {
+		t.Fatalf("node descriptors of mesh news %v: publishers leaked in", rids(nodes))
+	}
+	pubs, err = s.ListPublishers(ctx, "nomesh")
+	requireNoErr(t, err)
+	if len(pubs) != 0 {
+		t.Fatalf("empty channel lists %+v", pubs)
+	}
+
+	expire(ShortTTL)
+	WaitFor(t, "short publisher lease to expire", func() bool {
+		pubs, err := s.ListPublishers(ctx, "news")
+		return err == nil && slices.Equal(pubs, []location.Publisher{p1, p2})
+	})
+
+	requireIs(t, s.DeletePublisher(ctx, "news", "p1", 99), location.ErrNotFound)
+	requireNoErr(t, s.DeletePublisher(ctx, "news", "p1", 5))
+	requireIs(t, s.DeletePublisher(ctx, "news", "p1", 5), location.ErrNotFound)
+	pubs, err = s.ListPublishers(ctx, "news")
+	requireNoErr(t, err)
+	if !slices.Equal(pubs, []location.Publisher{p2}) {
+		t.Fatalf("after delete %+v", pubs)
+	}
+	pubs, err = s.ListPublishers(ctx, "other")
+	requireNoErr(t, err)
+	if !slices.Equal(pubs, []location.Publisher{p3}) {
+		t.Fatalf("channel other %+v", pubs)
+	}
+	if _, err := s.GetDescriptor(ctx, "news", "p1"); err != nil {
+		t.Fatalf("deleting a publisher touched the node descriptor: %v", err)
+	}
+}
+
+func testMeshIsolation(t *testing.T, s location.Store, _ func(time.Duration)) {
+	ctx := testCtx(t)
+	ch, err := s.Watch(ctx, "m1")
+	requireNoErr(t, err)
+	d1, d2 := Desc("m1", "n", 1, 1), Desc("m2", "n", 2, 1)
+	d2.Endpoint = "tcp://10.0.0.2:1"
+	put(t, s, d2, LongTTL)
+	put(t, s, Desc("m2", "only-m2", 3, 1), LongTTL)
+	put(t, s, d1, LongTTL)
+
+	l1, err := s.ListDescriptors(ctx, "m1")
+	requireNoErr(t, err)
+	l2, err := s.ListDescriptors(ctx, "m2")
+	requireNoErr(t, err)
+	if len(l1) != 1 || !sameDescriptor(l1[0], d1) {
+		t.Fatalf("mesh m1 lists %+v", l1)
+	}
+	if !slices.Equal(rids(l2), []string{"n", "only-m2"}) || !sameDescriptor(l2[0], d2) {
+		t.Fatalf("mesh m2 lists %+v", l2)
+	}
+
+	// Spots with the same kind and ID are independent per mesh.
+	o1 := claim(t, s, "m1", "room", "r", "n", 1)
+	o2 := claim(t, s, "m2", "room", "r", "n", 2)
+	if o1.Epoch != 1 || o2.Epoch != 1 || o1.Mesh != "m1" || o2.Mesh != "m2" {
+		t.Fatalf("per-mesh claims %+v %+v", o1, o2)
+	}
+	// An owner's lease only counts in its own mesh.
+	_, err = s.Claim(ctx, location.Ownership{Kind: "room", ID: "x", Mesh: "m1", OwnerRID: "only-m2", OwnerGeneration: 3})
+	requireIs(t, err, location.ErrNoLease)
+
+	requireNoErr(t, s.DeleteDescriptor(ctx, "m2", "n", 2))
+	if _, err := s.GetDescriptor(ctx, "m1", "n"); err != nil {
+		t.Fatalf("delete in m2 removed m1's descriptor: %v", err)
+	}
+	requireIs(t, s.DeleteDescriptor(ctx, "m1", "n", 2), location.ErrNotFound)
+
+	// The m1 watch sees m1's marker and nothing of m2.
+	put(t, s, Desc("m1", "marker", 4, 1), LongTTL)
+	NextEvent(t, ch, location.Event{Kind: location.EventPut, Mesh: "m1", RID: "marker"}, func(ev location.Event) {
+		if ev.Mesh != "m1" || ev.RID == "only-m2" {
+			t.Errorf("mesh m1 watch got %+v", ev)
+		}
+	})
+}
+
+func testClosed(t *testing.T, s location.Store, _ func(time.Duration)) {
+	ctx := testCtx(t)
+	ch, err := s.Watch(ctx, "m")
+	requireNoErr(t, err)
+	requireNoErr(t, s.Close())
+	requireNoErr(t, s.Close())
+	WaitFor(t, "watch to close with the store", func() bool {
+		select {
+		case _, ok := <-ch:
+			return !ok
+		default:
+			return false
+		}
+	})
+	requireIs(t, s.PutDescriptor(ctx, Desc("m", "n", 1, 1), LongTTL), location.ErrClosed)
+	_, err = s.ListDescriptors(ctx, "m")
+	requireIs(t, err, location.ErrClosed)
+	_, err = s.Claim(ctx, location.Ownership{Kind: "k", ID: "1", Mesh: "m", OwnerRID: "n", OwnerGeneration: 1})
+	requireIs(t, err, location.ErrClosed)
+	_, err = s.Watch(ctx, "m")
+	requireIs(t, err, location.ErrClosed)
+}

@@ -1,0 +1,459 @@
+package location
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+)
+
+// DefaultPollInterval is how often Watch re-reads the store to detect
+// expired leases and recover lost pushes.
+const DefaultPollInterval = time.Second
+
+// MemoryOption configures NewMemory.
+type MemoryOption func(*Memory)
+
+// WithClock injects the clock used for TTL leases (default time.Now). Tests
+// pass a fake clock and advance it to expire leases deterministically.
+func WithClock(now func() time.Time) MemoryOption {
+	return func(m *Memory) { m.now = now }
+}
+
+// WithPollInterval sets how often a Watch sweeps for expired leases
+// (default DefaultPollInterval). Expiry has no other event source.
+func WithPollInterval(d time.Duration) MemoryOption {
+	return func(m *Memory) { m.poll = d }
+}
+
+// Memory is the embedded in-memory Location Store. It serves several
+// MeshNodes inside ONE process and is never shared with another process.
+// Safe for concurrent use.
+type Memory struct {
+	now  func() time.Time
+	poll time.Duration
+
+	ctx    context.Context // ended by Close; parent of every Watch
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // Watch goroutines
+
+	mu       sync.Mutex // guards everything below; taken before watcher.mu
+	closed   bool
+	nodes    map[string]map[string]memNode // mesh → RID
+	pubs     map[string]map[string]memPub  // channel → RID
+	spots    map[spotKey]Ownership         // OwnerRID "" marks a released record that keeps its epoch
+	watchers map[string]map[*watcher]struct{}
+}
+
+type memNode struct {
+	d       Descriptor
+	expires time.Time
+}
+
+type memPub struct {
+	p       Publisher
+	expires time.Time
+}
+
+type spotKey struct{ mesh, kind, id string }
+
+var _ Store = (*Memory)(nil)
+
+// NewMemory returns an empty in-memory store.
+func NewMemory(opts ...MemoryOption) *Memory {
+	m := &Memory{
+		now:      time.Now,
+		poll:     DefaultPollInterval,
+		nodes:    make(map[string]map[string]memNode),
+		pubs:     make(map[string]map[string]memPub),
+		spots:    make(map[spotKey]Ownership),
+		watchers: make(map[string]map[*watcher]struct{}),
+	}
+	for _, o := range opts {
+		o(m)
+	}
+	if m.poll <= 0 {
+		m.poll = DefaultPollInterval
+	}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	return m
+}
+
+// lock takes m.mu and fails with ErrClosed after Close, or with ctx's error.
+func (m *Memory) lock(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+func (m *Memory) emitLocked(mesh string, kind EventKind, rid string) {
+	for w := range m.watchers[mesh] {
+		w.notify(kind, rid)
+	}
+}
+
+// liveNodeLocked returns the live descriptor entry, removing (and announcing)
+// an expired one.
+func (m *Memory) liveNodeLocked(mesh, rid string, now time.Time) (memNode, bool) {
+	n, ok := m.nodes[mesh][rid]
+	if !ok {
+		return memNode{}, false
+	}
+	if !now.Before(n.expires) {
+		m.deleteNodeLocked(mesh, rid)
+		return memNode{}, false
+	}
+	return n, true
+}
+
+func (m *Memory) deleteNodeLocked(mesh, rid string) {
+	delete(m.nodes[mesh], rid)
+	if len(m.nodes[mesh]) == 0 {
+		delete(m.nodes, mesh)
+	}
+	m.emitLocked(mesh, EventDelete, rid)
+}
+
+func (m *Memory) sweepLocked(mesh string, now time.Time) {
+	for rid := range m.nodes[mesh] {
+		m.liveNodeLocked(mesh, rid, now)
+	}
+}
+
+// PutDescriptor implements Store.
+func (m *Memory) PutDescriptor(ctx context.Context, d Descriptor, ttl time.Duration) error {
+	if err := d.validate(); err != nil {
+		return err
+	}
+	if err := validTTL(ttl); err != nil {
+		return err
+	}
+	if err := m.lock(ctx); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	now := m.now()
+	old, ok := m.liveNodeLocked(d.Mesh, d.RID, now)
+	if ok && old.d.Generation == d.Generation && d.Revision < old.d.Revision {
+		return fmt.Errorf("%w: descriptor %s/%s revision %d below stored %d", ErrFenced, d.Mesh, d.RID, d.Revision, old.d.Revision)
+	}
+	if m.nodes[d.Mesh] == nil {
+		m.nodes[d.Mesh] = make(map[string]memNode)
+	}
+	d = d.Clone()
+	m.nodes[d.Mesh][d.RID] = memNode{d: d, expires: now.Add(ttl)}
+	if !ok || !descriptorEqual(old.d, d) {
+		m.emitLocked(d.Mesh, EventPut, d.RID)
+	}
+	return nil
+}
+
+// RenewDescriptor implements Store.
+func (m *Memory) RenewDescriptor(ctx context.Context, mesh, rid string, gen uint64, ttl time.Duration) error {
+	if err := validMesh(mesh); err != nil {
+		return err
+	}
+	if err := validTTL(ttl); err != nil {
+		return err
+	}
+	if err := m.lock(ctx); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	now := m.now()
+	n, ok := m.liveNodeLocked(mesh, rid, now)
+	if !ok || n.d.Generation != gen {
+		return fmt.Errorf("%w: descriptor %s/%s generation %d", ErrNotFound, mesh, rid, gen)
+	}
+	n.expires = now.Add(ttl)
+	m.nodes[mesh][rid] = n
+	return nil
+}
+
+// DeleteDescriptor implements Store.
+func (m *Memory) DeleteDescriptor(ctx context.Context, mesh, rid string, gen uint64) error {
+	if err := validMesh(mesh); err != nil {
+		return err
+	}
+	if err := m.lock(ctx); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	n, ok := m.liveNodeLocked(mesh, rid, m.now())
+	if !ok || n.d.Generation != gen {
+		return fmt.Errorf("%w: descriptor %s/%s generation %d", ErrNotFound, mesh, rid, gen)
+	}
+	m.deleteNodeLocked(mesh, rid)
+	return nil
+}
+
+// ListDescriptors implements Store.
+func (m *Memory) ListDescriptors(ctx context.Context, mesh string) ([]Descriptor, error) {
+	if err := validMesh(mesh); err != nil {
+		return nil, err
+	}
+	if err := m.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	m.sweepLocked(mesh, m.now())
+	out := make([]Descriptor, 0, len(m.nodes[mesh]))
+	for _, n := range m.nodes[mesh] {
+		out = append(out, n.d.Clone())
+	}
+	slices.SortFunc(out, func(a, b Descriptor) int { return cmp.Compare(a.RID, b.RID) })
+	return out, nil
+}
+
+// GetDescriptor implements Store.
+func (m *Memory) GetDescriptor(ctx context.Context, mesh, rid string) (Descriptor, error) {
+	if err := validMesh(mesh); err != nil {
+		return Descriptor{}, err
+	}
+	if err := m.lock(ctx); err != nil {
+		return Descriptor{}, err
+	}
+	defer m.mu.Unlock()
+	n, ok := m.liveNodeLocked(mesh, rid, m.now())
+	if !ok {
+		return Descriptor{}, fmt.Errorf("%w: descriptor %s/%s", ErrNotFound, mesh, rid)
+	}
+	return n.d.Clone(), nil
+}
+
+// Watch implements Store. Expired leases are announced by a sweep every
+// poll interval.
+func (m *Memory) Watch(ctx context.Context, mesh string) (<-chan Event, error) {
+	if err := validMesh(mesh); err != nil {
+		return nil, err
+	}
+	if err := m.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	w := newWatcher(mesh)
+	if m.watchers[mesh] == nil {
+		m.watchers[mesh] = make(map[*watcher]struct{})
+	}
+	m.watchers[mesh][w] = struct{}{}
+	wctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(m.ctx, cancel)
+	m.wg.Add(2)
+	go func() {
+		defer m.wg.Done()
+		w.forward(wctx)
+	}()
+	go func() {
+		defer m.wg.Done()
+		defer stop()
+		defer cancel()
+		t := time.NewTicker(m.poll)
+		defer t.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				m.mu.Lock()
+				delete(m.watchers[mesh], w)
+				if len(m.watchers[mesh]) == 0 {
+					delete(m.watchers, mesh)
+				}
+				m.mu.Unlock()
+				return
+			case <-t.C:
+				m.mu.Lock()
+				if !m.closed {
+					m.sweepLocked(mesh, m.now())
+				}
+				m.mu.Unlock()
+			}
+		}
+	}()
+	return w.out, nil
+}
+
+// PutPublisher implements Store.
+func (m *Memory) PutPublisher(ctx context.Context, p Publisher, ttl time.Duration) error {
+	if err := p.validate(); err != nil {
+		return err
+	}
+	if err := validTTL(ttl); err != nil {
+		return err
+	}
+	if err := m.lock(ctx); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	if m.pubs[p.Channel] == nil {
+		m.pubs[p.Channel] = make(map[string]memPub)
+	}
+	m.pubs[p.Channel][p.RID] = memPub{p: p, expires: m.now().Add(ttl)}
+	return nil
+}
+
+// ListPublishers implements Store.
+func (m *Memory) ListPublishers(ctx context.Context, channel string) ([]Publisher, error) {
+	if err := validChannel(channel); err != nil {
+		return nil, err
+	}
+	if err := m.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	now := m.now()
+	out := make([]Publisher, 0, len(m.pubs[channel]))
+	for rid, e := range m.pubs[channel] {
+		if !now.Before(e.expires) {
+			delete(m.pubs[channel], rid)
+			continue
+		}
+		out = append(out, e.p)
+	}
+	if len(m.pubs[channel]) == 0 {
+		delete(m.pubs, channel)
+	}
+	slices.SortFunc(out, func(a, b Publisher) int { return cmp.Compare(a.RID, b.RID) })
+	return out, nil
+}
+
+// DeletePublisher implements Store.
+func (m *Memory) DeletePublisher(ctx context.Context, channel, rid string, gen uint64) error {
+	if err := validChannel(channel); err != nil {
+		return err
+	}
+	if err := m.lock(ctx); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	e, ok := m.pubs[channel][rid]
+	if !ok || !m.now().Before(e.expires) || e.p.Generation != gen {
+		return fmt.Errorf("%w: publisher %s/%s generation %d", ErrNotFound, channel, rid, gen)
+	}
+	delete(m.pubs[channel], rid)
+	if len(m.pubs[channel]) == 0 {
+		delete(m.pubs, channel)
+	}
+	return nil
+}
+
+// ownerLiveLocked reports whether (mesh, rid, gen) has a live descriptor.
+func (m *Memory) ownerLiveLocked(mesh, rid string, gen uint64, now time.Time) bool {
+	if rid == "" {
+		return false
+	}
+	n, ok := m.liveNodeLocked(mesh, rid, now)
+	return ok && n.d.Generation == gen
+}
+
+// Claim implements Store.
+func (m *Memory) Claim(ctx context.Context, o Ownership) (Ownership, error) {
+	if err := o.validateOwner(); err != nil {
+		return Ownership{}, err
+	}
+	if err := m.lock(ctx); err != nil {
+		return Ownership{}, err
+	}
+	defer m.mu.Unlock()
+	now := m.now()
+	if !m.ownerLiveLocked(o.Mesh, o.OwnerRID, o.OwnerGeneration, now) {
+		return Ownership{}, fmt.Errorf("%w: claimer %s/%s generation %d", ErrNoLease, o.Mesh, o.OwnerRID, o.OwnerGeneration)
+	}
+	k := spotKey{o.Mesh, o.Kind, o.ID}
+	cur, ok := m.spots[k]
+	if ok && cur.OwnerRID != "" {
+		if cur.OwnerRID == o.OwnerRID && cur.OwnerGeneration == o.OwnerGeneration {
+			return cur, nil
+		}
+		if m.ownerLiveLocked(o.Mesh, cur.OwnerRID, cur.OwnerGeneration, now) {
+			return cur, &OwnedError{Holder: cur}
+		}
+	}
+	next := o
+	next.Epoch = cur.Epoch + 1
+	m.spots[k] = next
+	return next, nil
+}
+
+// Transfer implements Store.
+func (m *Memory) Transfer(ctx context.Context, from Ownership, toRID string, toGen uint64) (Ownership, error) {
+	if err := from.validateOwner(); err != nil {
+		return Ownership{}, err
+	}
+	if toRID == "" || toGen == 0 {
+		return Ownership{}, invalidf("transfer target %q generation %d", toRID, toGen)
+	}
+	if err := m.lock(ctx); err != nil {
+		return Ownership{}, err
+	}
+	defer m.mu.Unlock()
+	now := m.now()
+	k := spotKey{from.Mesh, from.Kind, from.ID}
+	if cur, ok := m.spots[k]; !ok || cur != from || !m.ownerLiveLocked(from.Mesh, from.OwnerRID, from.OwnerGeneration, now) {
+		return Ownership{}, fmt.Errorf("%w: spot %s/%s epoch %d", ErrFenced, from.Kind, from.ID, from.Epoch)
+	}
+	if !m.ownerLiveLocked(from.Mesh, toRID, toGen, now) {
+		return Ownership{}, fmt.Errorf("%w: transfer target %s/%s generation %d", ErrNoLease, from.Mesh, toRID, toGen)
+	}
+	next := from
+	next.OwnerRID, next.OwnerGeneration, next.Epoch = toRID, toGen, from.Epoch+1
+	m.spots[k] = next
+	return next, nil
+}
+
+// Release implements Store.
+func (m *Memory) Release(ctx context.Context, o Ownership) error {
+	if err := o.validateOwner(); err != nil {
+		return err
+	}
+	if err := m.lock(ctx); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	k := spotKey{o.Mesh, o.Kind, o.ID}
+	if cur, ok := m.spots[k]; !ok || cur != o {
+		return fmt.Errorf("%w: spot %s/%s epoch %d", ErrFenced, o.Kind, o.ID, o.Epoch)
+	}
+	m.spots[k] = Ownership{Kind: o.Kind, ID: o.ID, Mesh: o.Mesh, Epoch: o.Epoch}
+	return nil
+}
+
+// Owner implements Store.
+func (m *Memory) Owner(ctx context.Context, mesh, kind, id string) (Ownership, error) {
+	if err := (Ownership{Mesh: mesh, Kind: kind, ID: id}).validateSpot(); err != nil {
+		return Ownership{}, err
+	}
+	if err := m.lock(ctx); err != nil {
+		return Ownership{}, err
+	}
+	defer m.mu.Unlock()
+	cur, ok := m.spots[spotKey{mesh, kind, id}]
+	if !ok || !m.ownerLiveLocked(mesh, cur.OwnerRID, cur.OwnerGeneration, m.now()) {
+		return Ownership{}, fmt.Errorf("%w: owner of spot %s/%s in mesh %q", ErrNotFound, kind, id, mesh)
+	}
+	return cur, nil
+}
+
+// Close implements Store.
+func (m *Memory) Close() error {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+	m.cancel()
+	m.wg.Wait()
+	return nil
+}
+
+func descriptorEqual(a, b Descriptor) bool {
+	return a.Mesh == b.Mesh && a.RID == b.RID && a.Generation == b.Generation &&
+		a.Revision == b.Revision && a.Endpoint == b.Endpoint && maps.Equal(a.Servers, b.Servers) &&
+		a.ObjectRole == b.ObjectRole && a.PlacementWeight == b.PlacementWeight &&
+		a.SecurityIdentity == b.SecurityIdentity && a.Protocol == b.Protocol && a.Draining == b.Draining
+}

@@ -1,0 +1,652 @@
+package location
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Redis is the Location Store on a real Redis server (standalone or Cluster)
+// through rueidis. Safe for concurrent use. Key layout and TTLs: see doc.go.
+type Redis struct {
+	cfg    RedisConfig
+	client rueidis.Client
+
+	ctx    context.Context // ended by Close; parent of every Watch
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // Watch goroutines; Add only under mu while !closed
+	mu     sync.Mutex     // orders wg.Add in Watch against Close
+	closed atomic.Bool
+	once   sync.Once
+}
+
+var _ Store = (*Redis)(nil)
+
+// NewRedis connects to Redis. It fails when the server is unreachable within
+// cfg.DialTimeout (or ctx).
+func NewRedis(ctx context.Context, cfg RedisConfig) (*Redis, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	client, err := rueidis.NewClient(rueidis.ClientOption{
+		InitAddress:      []string{cfg.Addr},
+		SelectDB:         cfg.DB,
+		Username:         cfg.Username,
+		Password:         cfg.Password,
+		ClientName:       "zlink",
+		Dialer:           net.Dialer{Timeout: cfg.DialTimeout},
+		ConnWriteTimeout: cfg.OpTimeout,
+		DisableCache:     true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("zlink: connect redis %s: %w", cfg.Addr, err)
+	}
+	r := &Redis{cfg: cfg, client: client}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	pctx, cancel := r.opCtx(ctx)
+	defer cancel()
+	if err := client.Do(pctx, client.B().Ping().Build()).Error(); err != nil {
+		client.Close()
+		r.cancel()
+		return nil, fmt.Errorf("zlink: ping redis %s: %w", cfg.Addr, err)
+	}
+	return r, nil
+}
+
+// Close implements Store.
+func (r *Redis) Close() error {
+	r.once.Do(func() {
+		r.mu.Lock()
+		r.closed.Store(true)
+		r.mu.Unlock()
+		r.cancel()
+		r.wg.Wait()
+		r.client.Close()
+	})
+	return nil
+}
+
+// opCtx bounds an operation: a ctx without deadline gets cfg.OpTimeout.
+func (r *Redis) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, r.cfg.OpTimeout)
+}
+
+func (r *Redis) check() error {
+	if r.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}
+
+func (r *Redis) wrap(op string, err error) error {
+	if errors.Is(err, rueidis.ErrClosing) {
+		return ErrClosed
+	}
+	return fmt.Errorf("zlink: redis %s: %w", op, err)
+}
+
+// Key layout (see doc.go).
+func (r *Redis) meshTag(mesh string) string    { return r.cfg.Prefix + ":{mesh:" + mesh + "}:" }
+func (r *Redis) nodePrefix(mesh string) string { return r.meshTag(mesh) + "node:" }
+func (r *Redis) nodesKey(mesh string) string   { return r.meshTag(mesh) + "nodes" }
+func (r *Redis) eventsChannel(mesh string) string {
+	return r.meshTag(mesh) + "events"
+}
+func (r *Redis) spotKey(mesh, kind, id string) string {
+	return r.meshTag(mesh) + "spot:" + kind + ":" + id
+}
+func (r *Redis) fanoutTag(channel string) string { return r.cfg.Prefix + ":{fanout:" + channel + "}:" }
+func (r *Redis) pubPrefix(channel string) string { return r.fanoutTag(channel) + "pub:" }
+func (r *Redis) pubsKey(channel string) string   { return r.fanoutTag(channel) + "pubs" }
+
+func u64(v uint64) string { return strconv.FormatUint(v, 10) }
+
+func ttlMillis(ttl time.Duration) string { return strconv.FormatInt(ttl.Milliseconds(), 10) }
+
+// PutDescriptor implements Store.
+func (r *Redis) PutDescriptor(ctx context.Context, d Descriptor, ttl time.Duration) error {
+	if err := d.validate(); err != nil {
+		return err
+	}
+	if err := validTTL(ttl); err != nil {
+		return err
+	}
+	if err := r.check(); err != nil {
+		return err
+	}
+	blob, err := encodeDescriptor(d)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := r.opCtx(ctx)
+	defer cancel()
+	res, err := putScript.Exec(ctx, r.client,
+		[]string{r.nodePrefix(d.Mesh) + d.RID, r.nodesKey(d.Mesh)},
+		[]string{u64(d.Generation), u64(d.Revision), blob, ttlMillis(ttl), d.RID, r.eventsChannel(d.Mesh)},
+	).ToString()
+	if err != nil {
+		return r.wrap("put descriptor", err)
+	}
+	if res == "stale" {
+		return fmt.Errorf("%w: descriptor %s/%s revision %d below stored", ErrFenced, d.Mesh, d.RID, d.Revision)
+	}
+	return nil
+}
+
+// RenewDescriptor implements Store.
+func (r *Redis) RenewDescriptor(ctx context.Context, mesh, rid string, gen uint64, ttl time.Duration) error {
+	if err := validMesh(mesh); err != nil {
+		return err
+	}
+	if err := validTTL(ttl); err != nil {
+		return err
+	}
+	if err := r.check(); err != nil {
+		return err
+	}
+	ctx, cancel := r.opCtx(ctx)
+	defer cancel()
+	n, err := renewScript.Exec(ctx, r.client,
+		[]string{r.nodePrefix(mesh) + rid, r.nodesKey(mesh)},
+		[]string{u64(gen), ttlMillis(ttl), rid},
+	).AsInt64()
+	if err != nil {
+		return r.wrap("renew descriptor", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: descriptor %s/%s generation %d", ErrNotFound, mesh, rid, gen)
+	}
+	return nil
+}
+
+// DeleteDescriptor implements Store.
+func (r *Redis) DeleteDescriptor(ctx context.Context, mesh, rid string, gen uint64) error {
+	if err := validMesh(mesh); err != nil {
+		return err
+	}
+	if err := r.check(); err != nil {
+		return err
+	}
+	ctx, cancel := r.opCtx(ctx)
+	defer cancel()
+	n, err := deleteScript.Exec(ctx, r.client,
+		[]string{r.nodePrefix(mesh) + rid, r.nodesKey(mesh)},
+		[]string{u64(gen), rid, r.eventsChannel(mesh)},
+	).AsInt64()
+	if err != nil {
+		return r.wrap("delete descriptor", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: descriptor %s/%s generation %d", ErrNotFound, mesh, rid, gen)
+	}
+	return nil
+}
+
+// ListDescriptors implements Store.
+func (r *Redis) ListDescriptors(ctx context.Context, mesh string) ([]Descriptor, error) {
+	if err := validMesh(mesh); err != nil {
+		return nil, err
+	}
+	if err := r.check(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := r.opCtx(ctx)
+	defer cancel()
+	blobs, err := listScript.Exec(ctx, r.client, []string{r.nodesKey(mesh)}, []string{r.nodePrefix(mesh)}).AsStrSlice()
+	if err != nil {
+		return nil, r.wrap("list descriptors", err)
+	}
+	out := make([]Descriptor, 0, len(blobs))
+	for _, b := range blobs {
+		d, err := decodeDescriptor(b)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(a, b Descriptor) int { return cmp.Compare(a.RID, b.RID) })
+	return out, nil
+}
+
+// GetDescriptor implements Store.
+func (r *Redis) GetDescriptor(ctx context.Context, mesh, rid string) (Descriptor, error) {
+	if err := validMesh(mesh); err != nil {
+		return Descriptor{}, err
+	}
+	if err := r.check(); err != nil {
+		return Descriptor{}, err
+	}
+	ctx, cancel := r.opCtx(ctx)
+	defer cancel()
+	blob, err := r.client.Do(ctx, r.client.B().Hget().Key(r.nodePrefix(mesh)+rid).Field("d").Build()).ToString()
+	if rueidis.IsRedisNil(err) {
+		return Descriptor{}, fmt.Errorf("%w: descriptor %s/%s", ErrNotFound, mesh, rid)
+	}
+	if err != nil {
+		return Descriptor{}, r.wrap("get descriptor", err)
+	}
+	return decodeDescriptor(blob)
+}
+
+// Watch implements Store. It SUBSCRIBEs to the mesh's event channel and
+// re-lists every PollInterval (and after every resubscribe), emitting
+// events for RIDs that appeared, changed or disappeared. It fails when the
+// initial listing fails.
+func (r *Redis) Watch(ctx context.Context, mesh string) (<-chan Event, error) {
+	if err := validMesh(mesh); err != nil {
+		return nil, err
+	}
+	if err := r.check(); err != nil {
+		return nil, err
+	}
+	base, err := r.ListDescriptors(ctx, mesh)
+	if err != nil {
+		return nil, err
+	}
+	known := snapshot(base)
+	w := newWatcher(mesh)
+	wctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(r.ctx, cancel)
+	subscribed := make(chan struct{}, 1) // a (re)subscription was confirmed
+	hookCtx := rueidis.WithOnSubscriptionHook(wctx, func(s rueidis.PubSubSubscription) {
+		if s.Kind == "subscribe" {
+			select {
+			case subscribed <- struct{}{}:
+			default:
+			}
+		}
+	})
+	r.mu.Lock()
+	if r.closed.Load() {
+		r.mu.Unlock()
+		stop()
+		cancel()
+		return nil, ErrClosed
+	}
+	r.wg.Add(3)
+	r.mu.Unlock()
+	go func() {
+		defer r.wg.Done()
+		w.forward(wctx)
+	}()
+	go func() { // subscriber: push hints
+		defer r.wg.Done()
+		r.subscribe(hookCtx, wctx, mesh, w)
+	}()
+	// Wait for the first subscription so a write right after Watch returns
+	// is pushed; polling covers the case where Redis is slow to confirm.
+	first := time.NewTimer(r.cfg.DialTimeout)
+	select {
+	case <-subscribed:
+	case <-first.C:
+	case <-wctx.Done():
+	}
+	first.Stop()
+	go func() { // poller: expiry and lost pushes
+		defer r.wg.Done()
+		defer stop()
+		defer cancel()
+		t := time.NewTicker(r.cfg.PollInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-t.C:
+			case <-subscribed: // resubscribed after a reconnect: pushes may be lost
+			}
+			list, err := r.ListDescriptors(wctx, mesh)
+			if err != nil {
+				continue // Redis unreachable: try again next tick
+			}
+			known = diffInto(w, known, list)
+		}
+	}()
+	return w.out, nil
+}
+
+func (r *Redis) subscribe(hookCtx, ctx context.Context, mesh string, w *watcher) {
+	ch := r.eventsChannel(mesh)
+	for ctx.Err() == nil {
+		_ = r.client.Receive(hookCtx, r.client.B().Subscribe().Channel(ch).Build(), func(msg rueidis.PubSubMessage) {
+			kind, rid, ok := parseEvent(msg.Message)
+			if ok {
+				w.notify(kind, rid)
+			}
+		})
+		// Receive ended (connection lost and retries exhausted, or
+		// unsubscribed): back off one poll interval, then resubscribe.
+		t := time.NewTimer(r.cfg.PollInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+type revKey struct{ gen, rev uint64 }
+
+func snapshot(list []Descriptor) map[string]revKey {
+	m := make(map[string]revKey, len(list))
+	for _, d := range list {
+		m[d.RID] = revKey{d.Generation, d.Revision}
+	}
+	return m
+}
+
+// diffInto notifies w of every difference between known and list and
+// returns the new snapshot.
+func diffInto(w *watcher, known map[string]revKey, list []Descriptor) map[string]revKey {
+	next := snapshot(list)
+	for rid, k := range next {
+		if old, ok := known[rid]; !ok || old != k {
+			w.notify(EventPut, rid)
+		}
+	}
+	for rid := range known {
+		if _, ok := next[rid]; !ok {
+			w.notify(EventDelete, rid)
+		}
+	}
+	return next
+}
+
+func parseEvent(s string) (EventKind, string, bool) {
+	kind, rid, ok := strings.Cut(s, " ")
+	if !ok || rid == "" {
+		return 0, "", false
+	}
+	switch kind {
+	case "p":
+		return EventPut, rid, true
+	case "d":
+		return EventDelete, rid, true
+	}
+	return 0, "", false
+}
+
+// PutPublisher implements Store.
+func (r *Redis) PutPublisher(ctx context.Context, p Publisher, ttl time.Duration) error {
+	if err := p.validate(); err != nil {
+		return err
+	}
+	if err := validTTL(ttl); err != nil {
+		return err
+	}
+	if err := r.check(); err != nil {
+		return err
+	}
+	blob, err := encodePublisher(p)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := r.opCtx(ctx)
+	defer cancel()
+	_, err = putScript.Exec(ctx, r.client,
+		[]string{r.pubPrefix(p.Channel) + p.RID, r.pubsKey(p.Channel)},
+		[]string{u64(p.Generation), "", blob, ttlMillis(ttl), p.RID, ""},
+	).ToString()
+	if err != nil {
+		return r.wrap("put publisher", err)
+	}
+	return nil
+}
+
+// ListPublishers implements Store.
+func (r *Redis) ListPublishers(ctx context.Context, channel string) ([]Publisher, error) {
+	if err := validChannel(channel); err != nil {
+		return nil, err
+	}
+	if err := r.check(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := r.opCtx(ctx)
+	defer cancel()
+	blobs, err := listScript.Exec(ctx, r.client, []string{r.pubsKey(channel)}, []string{r.pubPrefix(channel)}).AsStrSlice()
+	if err != nil {
+		return nil, r.wrap("list publishers", err)
+	}
+	out := make([]Publisher, 0, len(blobs))
+	for _, b := range blobs {
+		p, err := decodePublisher(b)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b Publisher) int { return cmp.Compare(a.RID, b.RID) })
+	return out, nil
+}
+
+// DeletePublisher implements Store.
+func (r *Redis) DeletePublisher(ctx context.Context, channel, rid string, gen uint64) error {
+	if err := validChannel(channel); err != nil {
+		return err
+	}
+	if err := r.check(); err != nil {
+		return err
+	}
+	ctx, cancel := r.opCtx(ctx)
+	defer cancel()
+	n, err := deleteScript.Exec(ctx, r.client,
+		[]string{r.pubPrefix(channel) + rid, r.pubsKey(channel)},
+		[]string{u64(gen), rid, ""},
+	).AsInt64()
+	if err != nil {
+		return r.wrap("delete publisher", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: publisher %s/%s generation %d", ErrNotFound, channel, rid, gen)
+	}
+	return nil
+}
+
+// ownershipReply parses {status, owner, gen, epoch}.
+func ownershipReply(o Ownership, reply []string) (string, Ownership, error) {
+	if len(reply) != 4 {
+		return "", Ownership{}, fmt.Errorf("zlink: redis ownership script: %d fields", len(reply))
+	}
+	if reply[0] != "ok" && reply[0] != "owned" {
+		return reply[0], Ownership{}, nil
+	}
+	rec, err := parseOwnership(o, reply[1:])
+	return reply[0], rec, err
+}
+
+func parseOwnership(o Ownership, f []string) (Ownership, error) {
+	gen, err1 := strconv.ParseUint(f[1], 10, 64)
+	epoch, err2 := strconv.ParseUint(f[2], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return Ownership{}, fmt.Errorf("zlink: redis ownership record %v: %w", f, err)
+	}
+	return Ownership{Kind: o.Kind, ID: o.ID, Mesh: o.Mesh, OwnerRID: f[0], OwnerGeneration: gen, Epoch: epoch}, nil
+}
+
+// Claim implements Store.
+func (r *Redis) Claim(ctx context.Context, o Ownership) (Ownership, error) {
+	if err := o.validateOwner(); err != nil {
+		return Ownership{}, err
+	}
+	if err := r.check(); err != nil {
+		return Ownership{}, err
+	}
+	ctx, cancel := r.opCtx(ctx)
+	defer cancel()
+	reply, err := claimScript.Exec(ctx, r.client,
+		[]string{r.spotKey(o.Mesh, o.Kind, o.ID)},
+		[]string{r.nodePrefix(o.Mesh), o.OwnerRID, u64(o.OwnerGeneration)},
+	).AsStrSlice()
+	if err != nil {
+		return Ownership{}, r.wrap("claim", err)
+	}
+	status, rec, err := ownershipReply(o, reply)
+	switch {
+	case err != nil:
+		return Ownership{}, err
+	case status == "ok":
+		return rec, nil
+	case status == "owned":
+		return rec, &OwnedError{Holder: rec}
+	default:
+		return Ownership{}, fmt.Errorf("%w: claimer %s/%s generation %d", ErrNoLease, o.Mesh, o.OwnerRID, o.OwnerGeneration)
+	}
+}
+
+// Transfer implements Store.
+func (r *Redis) Transfer(ctx context.Context, from Ownership, toRID string, toGen uint64) (Ownership, error) {
+	if err := from.validateOwner(); err != nil {
+		return Ownership{}, err
+	}
+	if toRID == "" || toGen == 0 {
+		return Ownership{}, invalidf("transfer target %q generation %d", toRID, toGen)
+	}
+	if err := r.check(); err != nil {
+		return Ownership{}, err
+	}
+	ctx, cancel := r.opCtx(ctx)
+	defer cancel()
+	reply, err := transferScript.Exec(ctx, r.client,
+		[]string{r.spotKey(from.Mesh, from.Kind, from.ID)},
+		[]string{r.nodePrefix(from.Mesh), from.OwnerRID, u64(from.OwnerGeneration), u64(from.Epoch), toRID, u64(toGen)},
+	).AsStrSlice()
+	if err != nil {
+		return Ownership{}, r.wrap("transfer", err)
+	}
+	status, rec, err := ownershipReply(from, reply)
+	switch {
+	case err != nil:
+		return Ownership{}, err
+	case status == "ok":
+		return rec, nil
+	case status == "nolease":
+		return Ownership{}, fmt.Errorf("%w: transfer target %s/%s generation %d", ErrNoLease, from.Mesh, toRID, toGen)
+	default:
+		return Ownership{}, fmt.Errorf("%w: spot %s/%s epoch %d", ErrFenced, from.Kind, from.ID, from.Epoch)
+	}
+}
+
+// Release implements Store.
+func (r *Redis) Release(ctx context.Context, o Ownership) error {
+	if err := o.validateOwner(); err != nil {
+		return err
+	}
+	if err := r.check(); err != nil {
+		return err
+	}
+	ctx, cancel := r.opCtx(ctx)
+	defer cancel()
+	n, err := releaseScript.Exec(ctx, r.client,
+		[]string{r.spotKey(o.Mesh, o.Kind, o.ID)},
+		[]string{o.OwnerRID, u64(o.OwnerGeneration), u64(o.Epoch)},
+	).AsInt64()
+	if err != nil {
+		return r.wrap("release", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: spot %s/%s epoch %d", ErrFenced, o.Kind, o.ID, o.Epoch)
+	}
+	return nil
+}
+
+// Owner implements Store.
+func (r *Redis) Owner(ctx context.Context, mesh, kind, id string) (Ownership, error) {
+	o := Ownership{Mesh: mesh, Kind: kind, ID: id}
+	if err := o.validateSpot(); err != nil {
+		return Ownership{}, err
+	}
+	if err := r.check(); err != nil {
+		return Ownership{}, err
+	}
+	ctx, cancel := r.opCtx(ctx)
+	defer cancel()
+	reply, err := ownerScript.Exec(ctx, r.client,
+		[]string{r.spotKey(mesh, kind, id)},
+		[]string{r.nodePrefix(mesh)},
+	).AsStrSlice()
+	if err != nil {
+		return Ownership{}, r.wrap("owner", err)
+	}
+	if len(reply) != 3 {
+		return Ownership{}, fmt.Errorf("%w: owner of spot %s/%s in mesh %q", ErrNotFound, kind, id, mesh)
+	}
+	return parseOwnership(o, reply)
+}
+
+// descriptorRecord is the msgpack form of a Descriptor in Redis.
+type descriptorRecord struct {
+	Mesh             string            `msgpack:"m"`
+	RID              string            `msgpack:"r"`
+	Generation       uint64            `msgpack:"g"`
+	Revision         uint64            `msgpack:"v"`
+	Endpoint         string            `msgpack:"e"`
+	Servers          map[string]uint16 `msgpack:"s"`
+	ObjectRole       uint8             `msgpack:"o"`
+	PlacementWeight  uint32            `msgpack:"w"`
+	SecurityIdentity string            `msgpack:"i"`
+	Protocol         uint16            `msgpack:"p"`
+	Draining         bool              `msgpack:"d"`
+}
+
+type publisherRecord struct {
+	Channel    string `msgpack:"c"`
+	RID        string `msgpack:"r"`
+	Generation uint64 `msgpack:"g"`
+	Endpoint   string `msgpack:"e"`
+}
+
+func encodeDescriptor(d Descriptor) (string, error) {
+	b, err := msgpack.Marshal(descriptorRecord{
+		Mesh: d.Mesh, RID: d.RID, Generation: d.Generation, Revision: d.Revision, Endpoint: d.Endpoint,
+		Servers: d.Servers, ObjectRole: uint8(d.ObjectRole), PlacementWeight: d.PlacementWeight,
+		SecurityIdentity: d.SecurityIdentity, Protocol: d.Protocol, Draining: d.Draining,
+	})
+	if err != nil {
+		return "", fmt.Errorf("zlink: encode descriptor: %w", err)
+	}
+	return string(b), nil
+}
+
+func decodeDescriptor(s string) (Descriptor, error) {
+	var r descriptorRecord
+	if err := msgpack.Unmarshal([]byte(s), &r); err != nil {
+		return Descriptor{}, fmt.Errorf("zlink: decode descriptor: %w", err)
+	}
+	return Descriptor{
+		Mesh: r.Mesh, RID: r.RID, Generation: r.Generation, Revision: r.Revision, Endpoint: r.Endpoint,
+		Servers: r.Servers, ObjectRole: ObjectRole(r.ObjectRole), PlacementWeight: r.PlacementWeight,
+		SecurityIdentity: r.SecurityIdentity, Protocol: r.Protocol, Draining: r.Draining,
+	}, nil
+}
+
+func encodePublisher(p Publisher) (string, error) {
+	b, err := msgpack.Marshal(publisherRecord{Channel: p.Channel, RID: p.RID, Generation: p.Generation, Endpoint: p.Endpoint})
+	if err != nil {
+		return "", fmt.Errorf("zlink: encode publisher: %w", err)
+	}
+	return string(b), nil
+}
+
+func decodePublisher(s string) (Publisher, error) {
+	var r publisherRecord
+	if err := msgpack.Unmarshal([]byte(s), &r); err != nil {
+		return Publisher{}, fmt.Errorf("zlink: decode publisher: %w", err)
+	}
+	return Publisher{Channel: r.Channel, RID: r.RID, Generation: r.Generation, Endpoint: r.Endpoint}, nil
+}

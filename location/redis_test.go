@@ -1,0 +1,115 @@
+package location_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zlink-go/zlink/location"
+	"github.com/zlink-go/zlink/location/locationtest"
+)
+
+var redisPrefix atomic.Int64
+
+func newRedisStore(t *testing.T, srv *locationtest.RedisServer) *location.Redis {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	s, err := location.NewRedis(ctx, location.RedisConfig{
+		Addr:         srv.Addr(),
+		Prefix:       fmt.Sprintf("t%d", redisPrefix.Add(1)),
+		PollInterval: 20 * time.Millisecond,
+		DialTimeout:  2 * time.Second,
+		OpTimeout:    2 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// waitReal lets d of real time pass so Redis leases expire; the suite then
+// waits on the resulting condition.
+func waitReal(d time.Duration) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	<-timer.C
+}
+
+func TestRedis_Conformance(t *testing.T) {
+	srv := locationtest.StartRedis(t)
+	locationtest.Run(t, func(t *testing.T) (location.Store, func(time.Duration)) {
+		return newRedisStore(t, srv), waitReal
+	})
+}
+
+func TestRedis_NewFailsWhenUnreachable(t *testing.T) {
+	srv := locationtest.StartRedis(t)
+	addr := srv.Addr()
+	srv.Stop()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	s, err := location.NewRedis(ctx, location.RedisConfig{Addr: addr, DialTimeout: time.Second})
+	if err == nil {
+		s.Close()
+		t.Fatal("NewRedis succeeded without a server")
+	}
+}
+
+// The client survives a Redis restart: calls fail (never hang) while the
+// server is down and succeed again after it is back; Watch recovers too.
+func TestRedis_SurvivesRestart(t *testing.T) {
+	srv := locationtest.StartRedis(t)
+	s := newRedisStore(t, srv)
+	ctx := t.Context()
+	d := locationtest.Desc("m", "a", 1, 1)
+	if err := s.PutDescriptor(ctx, d, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	events, err := s.Watch(wctx, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	srv.Stop()
+	short, cancelShort := context.WithTimeout(ctx, 500*time.Millisecond)
+	err = s.PutDescriptor(short, d, time.Minute)
+	cancelShort()
+	if err == nil {
+		t.Fatal("put succeeded while redis was down")
+	}
+	if errors.Is(err, location.ErrNotFound) || errors.Is(err, location.ErrClosed) {
+		t.Fatalf("down server reported as %v", err)
+	}
+	short, cancelShort = context.WithTimeout(ctx, 500*time.Millisecond)
+	_, err = s.ListDescriptors(short, "m")
+	cancelShort()
+	if err == nil {
+		t.Fatal("list succeeded while redis was down")
+	}
+
+	srv.Restart(t)
+	// The restarted server is empty; the owner writes its descriptor again.
+	locationtest.WaitFor(t, "put to succeed after restart", func() bool {
+		c, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		defer cancel()
+		return s.PutDescriptor(c, locationtest.Desc("m", "b", 2, 1), time.Minute) == nil
+	})
+	locationtest.NextEvent(t, events, location.Event{Kind: location.EventPut, Mesh: "m", RID: "b"}, nil)
+	// Scripts are reloaded transparently (NOSCRIPT → EVAL).
+	o, err := s.Claim(ctx, location.Ownership{Kind: "k", ID: "1", Mesh: "m", OwnerRID: "b", OwnerGeneration: 2})
+	if err != nil || o.Epoch != 1 {
+		t.Fatalf("claim after restart: %+v %v", o, err)
+	}
+	// A push after the restart reaches the resubscribed watch.
+	if err := s.DeleteDescriptor(ctx, "m", "b", 2); err != nil {
+		t.Fatal(err)
+	}
+	locationtest.NextEvent(t, events, location.Event{Kind: location.EventDelete, Mesh: "m", RID: "b"}, nil)
+}

@@ -1,0 +1,200 @@
+package location
+
+import (
+	"fmt"
+	"maps"
+	"strings"
+	"time"
+)
+
+// ObjectRole is a MeshNode's role for Spots (SPEC §3). The zero value is
+// invalid.
+type ObjectRole uint8
+
+const (
+	// RoleNone: the node neither calls nor hosts Spots.
+	RoleNone ObjectRole = 1 + iota
+	// RoleClient: the node calls Spots but never hosts one.
+	RoleClient
+	// RoleServer: the node hosts Spots and can call them.
+	RoleServer
+)
+
+func (r ObjectRole) String() string {
+	switch r {
+	case RoleNone:
+		return "None"
+	case RoleClient:
+		return "Client"
+	case RoleServer:
+		return "Server"
+	default:
+		return fmt.Sprintf("ObjectRole(%d)", uint8(r))
+	}
+}
+
+// Valid reports whether r is one of the defined roles.
+func (r ObjectRole) Valid() bool { return r >= RoleNone && r <= RoleServer }
+
+// Descriptor is a MeshNode descriptor (SPEC §2), written by its owner after
+// the ROUTER has bound and kept alive by renewing its TTL lease.
+type Descriptor struct {
+	Mesh string // MeshName; must not contain '{' or '}'
+	RID  string // Routing ID, unique within the mesh
+	// Generation identifies one lifecycle of the node: non-zero, new on
+	// every start, compared for equality only.
+	Generation uint64
+	// Revision is the version of the weight information within a
+	// generation: >= 1, increases on every change.
+	Revision uint64
+	Endpoint string            // actual bound endpoint, e.g. "tcp://10.0.0.5:7001"
+	Servers  map[string]uint16 // Server ChannelName → weight (0..10000)
+	// ObjectRole must be set (RoleNone, RoleClient or RoleServer).
+	ObjectRole ObjectRole
+	// PlacementWeight weights rendezvous placement of Spots on Object
+	// Servers, independent of channel weights.
+	PlacementWeight  uint32
+	SecurityIdentity string // trust profile identity; never the RID
+	Protocol         uint16 // protocol version
+	Draining         bool
+}
+
+// Clone returns a deep copy of d (the Servers map is copied).
+func (d Descriptor) Clone() Descriptor {
+	if d.Servers != nil {
+		d.Servers = maps.Clone(d.Servers)
+	}
+	return d
+}
+
+func (d Descriptor) validate() error {
+	if err := validMesh(d.Mesh); err != nil {
+		return err
+	}
+	if d.RID == "" {
+		return invalidf("descriptor of mesh %q: empty RID", d.Mesh)
+	}
+	if d.Generation == 0 {
+		return invalidf("descriptor %s/%s: generation 0", d.Mesh, d.RID)
+	}
+	if d.Revision == 0 {
+		return invalidf("descriptor %s/%s: revision 0", d.Mesh, d.RID)
+	}
+	if !d.ObjectRole.Valid() {
+		return invalidf("descriptor %s/%s: object role %v", d.Mesh, d.RID, d.ObjectRole)
+	}
+	return nil
+}
+
+// Publisher is a classic fanout publisher descriptor (SPEC §12). It lives in
+// its own namespace keyed by fanout ChannelName and never mixes with MeshNode
+// descriptors.
+type Publisher struct {
+	Channel    string // fanout ChannelName; must not contain '{' or '}'
+	RID        string // publisher lifecycle RID
+	Generation uint64 // non-zero
+	Endpoint   string // bound PUB endpoint; required
+}
+
+func (p Publisher) validate() error {
+	if err := validChannel(p.Channel); err != nil {
+		return err
+	}
+	if p.RID == "" {
+		return invalidf("publisher of channel %q: empty RID", p.Channel)
+	}
+	if p.Generation == 0 {
+		return invalidf("publisher %s/%s: generation 0", p.Channel, p.RID)
+	}
+	if p.Endpoint == "" {
+		return invalidf("publisher %s/%s: empty endpoint", p.Channel, p.RID)
+	}
+	return nil
+}
+
+// Ownership is a Spot ownership record (SPEC §11). It is valid only while
+// the owner's descriptor (same Mesh, OwnerRID and OwnerGeneration) lives.
+// Epoch is the fencing token: it increases on every change of owner and
+// never goes back, also across Release.
+type Ownership struct {
+	Kind            string // Spot kind; must not contain ':'
+	ID              string // Spot global ID
+	Mesh            string
+	OwnerRID        string
+	OwnerGeneration uint64
+	Epoch           uint64
+}
+
+func (o Ownership) validateSpot() error {
+	if err := validMesh(o.Mesh); err != nil {
+		return err
+	}
+	if o.Kind == "" || strings.Contains(o.Kind, ":") {
+		return invalidf("spot kind %q", o.Kind)
+	}
+	if o.ID == "" {
+		return invalidf("spot %s: empty id", o.Kind)
+	}
+	return nil
+}
+
+func (o Ownership) validateOwner() error {
+	if err := o.validateSpot(); err != nil {
+		return err
+	}
+	if o.OwnerRID == "" || o.OwnerGeneration == 0 {
+		return invalidf("spot %s/%s: owner %q generation %d", o.Kind, o.ID, o.OwnerRID, o.OwnerGeneration)
+	}
+	return nil
+}
+
+func validMesh(mesh string) error {
+	if mesh == "" || strings.ContainsAny(mesh, "{}") {
+		return invalidf("mesh name %q", mesh)
+	}
+	return nil
+}
+
+func validChannel(channel string) error {
+	if channel == "" || strings.ContainsAny(channel, "{}") {
+		return invalidf("fanout channel %q", channel)
+	}
+	return nil
+}
+
+func validTTL(ttl time.Duration) error {
+	if ttl < time.Millisecond {
+		return invalidf("ttl %v below 1ms", ttl)
+	}
+	return nil
+}
+
+// EventKind says what happened to a descriptor.
+type EventKind uint8
+
+const (
+	// EventPut: a descriptor appeared or changed.
+	EventPut EventKind = 1 + iota
+	// EventDelete: a descriptor was deleted or its lease expired.
+	EventDelete
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case EventPut:
+		return "Put"
+	case EventDelete:
+		return "Delete"
+	default:
+		return fmt.Sprintf("EventKind(%d)", uint8(k))
+	}
+}
+
+// Event is a hint that something changed for (Mesh, RID). Consumers re-read
+// the descriptor (GetDescriptor or ListDescriptors); events may be coalesced
+// per RID, and a lost push is recovered by the store's polling.
+type Event struct {
+	Kind EventKind
+	Mesh string
+	RID  string
+}
