@@ -1,0 +1,186 @@
+package admission
+
+import "strconv"
+
+// ObjectRole is a MeshNode's Spot role as proved in the handshake.
+type ObjectRole uint8
+
+const (
+	// RoleNone hosts no Spots and calls none through the object path.
+	RoleNone ObjectRole = 1 + iota
+	// RoleClient only calls Spots and never hosts one.
+	RoleClient
+	// RoleServer hosts Spots and can call them.
+	RoleServer
+)
+
+// String returns "none", "client" or "server".
+func (r ObjectRole) String() string {
+	switch r {
+	case RoleNone:
+		return "none"
+	case RoleClient:
+		return "client"
+	case RoleServer:
+		return "server"
+	default:
+		return "object-role(" + strconv.Itoa(int(r)) + ")"
+	}
+}
+
+// Identity is what one side of a peer pipe proves in the handshake.
+type Identity struct {
+	Mesh       string     // MeshName
+	RID        string     // Routing ID, unique within the mesh
+	Generation uint64     // lifecycle generation; non-zero; compared for equality only
+	Revision   uint64     // descriptor revision (weight information), >= 1
+	ObjectRole ObjectRole // Spot role
+	// ServerChannels is the number of RouteMesh Channel Server memberships,
+	// weight 0 included. Channel Client roles, ClientServer and fanout do not
+	// count.
+	ServerChannels int
+	// SecurityIdentity is the identity of the credentials proved in the
+	// handshake (shared-secret profile: profile name + key fingerprint). It
+	// is never the RID.
+	SecurityIdentity string
+	Protocol         uint16   // wire protocol version
+	Capabilities     []string // capabilities this side supports
+}
+
+// Intent is a manual (or descriptor-based) connection intent: what the
+// local configuration expects to find behind an endpoint it dials.
+type Intent struct {
+	Endpoint         string // the dialled endpoint
+	ExpectRID        string // "" = learn the RID from the handshake
+	ExpectGeneration uint64 // 0 = any (endpoint-only intent); descriptor-based intents set it
+	ExpectSecurity   string // "" = the local trust profile's identity is enough
+	// ConfigGeneration is the version of the local manual-peer configuration
+	// that produced this intent. It only grows; an intent with a smaller
+	// ConfigGeneration than one already seen for the same Endpoint is
+	// superseded.
+	ConfigGeneration uint64
+}
+
+// Pipe is one transport pipe whose handshake has finished.
+type Pipe struct {
+	ID       string  // unique pipe identity on this node
+	Outbound bool    // true when this node dialled
+	Intent   *Intent // the intent that dialled; nil for inbound pipes
+}
+
+// Verdict is the outcome of Admit.
+type Verdict uint8
+
+const (
+	// Accept makes the pipe the current ready connection to the peer.
+	Accept Verdict = 1 + iota
+	// Reject refuses the pipe; Decision.Reason says why. Close the pipe.
+	Reject
+	// NotRequired is the terminal result for a pair that needs no
+	// connection. Close the pipe before ready; do not count it as a failure.
+	NotRequired
+	// Duplicate: the new pipe lost the duplicate-pipe race. Close it.
+	Duplicate
+	// Replace: the new pipe won the duplicate-pipe race; it becomes current
+	// and the old pipe (Decision.Close) must be closed.
+	Replace
+	// Defer: the peer restarted with a new generation while the old
+	// lifecycle's connection has not been confirmed gone. Close the new pipe
+	// and retry later.
+	Defer
+)
+
+// String returns the verdict's lower-case name.
+func (v Verdict) String() string {
+	switch v {
+	case Accept:
+		return "accept"
+	case Reject:
+		return "reject"
+	case NotRequired:
+		return "not required"
+	case Duplicate:
+		return "duplicate"
+	case Replace:
+		return "replace"
+	case Defer:
+		return "defer"
+	default:
+		return "verdict(" + strconv.Itoa(int(v)) + ")"
+	}
+}
+
+// Reason explains a verdict other than Accept. The zero Reason accompanies
+// Accept.
+type Reason uint8
+
+const (
+	// WrongMesh: the remote belongs to another MeshName.
+	WrongMesh Reason = 1 + iota
+	// WrongRID: the remote RID differs from the intent's expected RID.
+	WrongRID
+	// AuthFailed: not authenticated, or a different security identity.
+	AuthFailed
+	// Version: a different protocol version.
+	Version
+	// Capability: a required capability is missing on the remote.
+	Capability
+	// RIDCollision: the remote claims the local RID.
+	RIDCollision
+	// StaleGeneration: generation 0, or not the generation the intent
+	// expects.
+	StaleGeneration
+	// OldGenerationAlive: a new generation waits for liveness to confirm
+	// that the old one is gone.
+	OldGenerationAlive
+	// NotRequiredPair: both sides are Object Clients without any Channel
+	// Server membership.
+	NotRequiredPair
+	// DuplicatePipe: a second pipe to the same peer lifecycle.
+	DuplicatePipe
+	// NoIntent: an outbound pipe without a live intent (none, or one
+	// superseded by a newer configuration generation).
+	NoIntent
+)
+
+// String returns the reason's lower-case name ("none" for the zero Reason).
+func (r Reason) String() string {
+	switch r {
+	case 0:
+		return "none"
+	case WrongMesh:
+		return "wrong mesh"
+	case WrongRID:
+		return "wrong rid"
+	case AuthFailed:
+		return "auth failed"
+	case Version:
+		return "version"
+	case Capability:
+		return "capability"
+	case RIDCollision:
+		return "rid collision"
+	case StaleGeneration:
+		return "stale generation"
+	case OldGenerationAlive:
+		return "old generation alive"
+	case NotRequiredPair:
+		return "not required"
+	case DuplicatePipe:
+		return "duplicate pipe"
+	case NoIntent:
+		return "no intent"
+	default:
+		return "reason(" + strconv.Itoa(int(r)) + ")"
+	}
+}
+
+// Decision is what the driver must do with an admitted pipe.
+type Decision struct {
+	Verdict Verdict
+	Reason  Reason
+	// Close is the pipe the driver must close: the new pipe for Reject,
+	// NotRequired, Duplicate and Defer; the old pipe for Replace; "" for
+	// Accept.
+	Close string
+}
