@@ -1,0 +1,216 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/zlink-go/zlink/mailbox"
+	"github.com/zlink-go/zlink/supervisor"
+)
+
+// Ref is a handle to a spawned actor. It is safe for concurrent use; pass
+// the pointer around freely.
+type Ref struct {
+	sys  *System
+	pid  *actor.PID
+	path string
+	q    *mailbox.Quota
+	mb   *mailbox.Mailbox
+	life *lifecycle
+}
+
+// lifecycle is shared by a Ref and every incarnation of its actor.
+//
+// mu orders Tell/Request against Stop: senders hold it for reading while
+// they check closed, admit and post; Stop takes it for writing to set closed
+// before it posts the PoisonPill, so every admitted message is queued ahead
+// of the PoisonPill and is processed before the actor stops.
+type lifecycle struct {
+	mu     sync.RWMutex
+	closed bool // Stop was called; guarded by mu
+
+	dead     atomic.Bool // the actor is stopping or stopped on its own
+	done     chan struct{}
+	doneOnce sync.Once
+}
+
+func newLifecycle() *lifecycle { return &lifecycle{done: make(chan struct{})} }
+
+func (l *lifecycle) finish() { l.doneOnce.Do(func() { close(l.done) }) }
+
+// PID returns the protoactor PID.
+func (r *Ref) PID() *actor.PID { return r.pid }
+
+// Path returns the registry path, e.g. "/host/mesh:game/peers".
+func (r *Ref) Path() string { return r.path }
+
+// Quota returns the actor's mailbox quota.
+func (r *Ref) Quota() *mailbox.Quota { return r.q }
+
+// Done is closed once the actor has stopped.
+func (r *Ref) Done() <-chan struct{} { return r.life.done }
+
+// sizeOf is the byte size a local message is admitted with: its Size() if it
+// declares one, len for []byte, else 0.
+func sizeOf(msg any) int64 {
+	switch m := msg.(type) {
+	case interface{ Size() int }:
+		return int64(m.Size())
+	case []byte:
+		return int64(len(m))
+	}
+	return 0
+}
+
+// Tell posts msg to the actor without waiting. It fails fast with a
+// *mailbox.FullError (matching mailbox.ErrMailboxFull) when a budget is
+// spent, and with ErrStopped once the actor stops or is stopping. It never
+// blocks on a full mailbox.
+func (r *Ref) Tell(msg any) error {
+	size := sizeOf(msg)
+	r.life.mu.RLock()
+	defer r.life.mu.RUnlock()
+	if r.life.closed || r.life.dead.Load() {
+		return ErrStopped
+	}
+	if err := r.q.Admit(size); err != nil {
+		return err
+	}
+	r.mb.PostSized(msg, size)
+	return nil
+}
+
+// replyProcess is a one-shot protoactor Process that receives the reply of
+// one Request. It is registered in the process registry only while the
+// request is pending.
+type replyProcess struct{ ch chan any }
+
+var _ actor.Process = (*replyProcess)(nil)
+
+func (p *replyProcess) SendUserMessage(_ *actor.PID, m any) {
+	if env, ok := m.(*actor.MessageEnvelope); ok {
+		m = env.Message
+	}
+	select {
+	case p.ch <- m:
+	default: // a second reply to the same request is dropped
+	}
+}
+
+func (p *replyProcess) SendSystemMessage(*actor.PID, any) {}
+func (p *replyProcess) Stop(*actor.PID)                   {}
+
+// Request posts msg with a reply address and waits for the actor's
+// c.Respond(x). It ends with x, the admission error (*mailbox.FullError),
+// ErrStopped, ErrTimeout (also matching context.DeadlineExceeded) when ctx's
+// deadline passes, or context.Canceled.
+func (r *Ref) Request(ctx context.Context, msg any) (any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, ctxErr(err)
+	}
+	size := sizeOf(msg)
+	r.life.mu.RLock()
+	if r.life.closed || r.life.dead.Load() {
+		r.life.mu.RUnlock()
+		return nil, ErrStopped
+	}
+	if err := r.q.Admit(size); err != nil {
+		r.life.mu.RUnlock()
+		return nil, err
+	}
+	reg := r.sys.as.ProcessRegistry
+	rp := &replyProcess{ch: make(chan any, 1)}
+	pid, _ := reg.Add(rp, "reply"+reg.NextId())
+	r.mb.PostSized(&actor.MessageEnvelope{Message: msg, Sender: pid}, size)
+	r.life.mu.RUnlock()
+	defer reg.Remove(pid)
+
+	select {
+	case v := <-rp.ch:
+		return v, nil
+	case <-r.life.done:
+		select {
+		case v := <-rp.ch:
+			return v, nil
+		default:
+			return nil, ErrStopped
+		}
+	case <-ctx.Done():
+		return nil, ctxErr(ctx.Err())
+	}
+}
+
+func ctxErr(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: %w", ErrTimeout, err)
+	}
+	return err
+}
+
+// Stop stops the actor gracefully: from the moment it is called Tell and
+// Request fail with ErrStopped; everything admitted before is processed;
+// then the actor stops (protoactor PoisonPill semantics: its children are
+// stopped too). It waits until the actor has stopped or ctx ends. It is
+// idempotent.
+func (r *Ref) Stop(ctx context.Context) error {
+	r.poison()
+	return r.wait(ctx)
+}
+
+func (r *Ref) poison() {
+	r.life.mu.Lock()
+	already := r.life.closed
+	r.life.closed = true
+	r.life.mu.Unlock()
+	if !already && !r.life.dead.Load() {
+		r.sys.as.Root.Poison(r.pid)
+	}
+}
+
+func (r *Ref) wait(ctx context.Context) error {
+	select {
+	case <-r.life.done:
+		return nil
+	case <-ctx.Done():
+		return ctxErr(ctx.Err())
+	}
+}
+
+// cell wraps the user's actor: it keeps the registry state and the Ref's
+// lifecycle in step with protoactor's lifecycle messages and serves spawn
+// requests from Spawn(Spec{Parent: ...}). It adds no allocation per message.
+type cell struct {
+	sys   *System
+	ref   *Ref
+	inner actor.Actor
+}
+
+func (c *cell) Receive(ctx actor.Context) {
+	reg := c.sys.reg
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		reg.SetState(c.ref.path, supervisor.Running)
+	case *actor.Restarting:
+		reg.SetState(c.ref.path, supervisor.Restarting)
+	case *actor.Stopping:
+		c.ref.life.dead.Store(true)
+		reg.SetState(c.ref.path, supervisor.Stopping)
+	case *actor.Stopped:
+		c.ref.life.dead.Store(true)
+		reg.SetState(c.ref.path, supervisor.Stopped)
+		defer c.ref.life.finish()
+		defer c.sys.forget(c.ref)
+		c.inner.Receive(ctx)
+		return
+	case *spawnRequest:
+		ref, err := c.sys.SpawnChild(ctx, m.spec)
+		m.reply <- spawnResult{ref: ref, err: err}
+		return
+	}
+	c.inner.Receive(ctx)
+}

@@ -1,0 +1,318 @@
+package mailbox
+
+import (
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// sized carries a user message and the bytes it was admitted with. Senders
+// get one from Wrap; the mailbox unwraps it and returns it to the pool.
+type sized struct {
+	msg  any
+	size int64
+}
+
+var sizedPool = sync.Pool{New: func() any { return new(sized) }}
+
+// Wrap returns a pooled wrapper that carries msg and the size it was admitted
+// with. Call it only after a successful (*Quota).Admit(size) on the target's
+// quota, and post the result (or a *actor.MessageEnvelope whose Message is
+// the result) to the target exactly once, through protoactor: the mailbox
+// unwraps it when it is posted (returning the wrapper to the pool on the
+// sender's goroutine), hands msg to the actor and releases size after the
+// handler returns. A wrapper that never reaches the mailbox (the target is
+// gone) is garbage-collected and its reservation is not released.
+func Wrap(msg any, size int64) any {
+	w := sizedPool.Get().(*sized)
+	w.msg, w.size = msg, size
+	return w
+}
+
+const (
+	idle int32 = iota
+	running
+)
+
+// batchSize is how many user messages the consumer takes from the shared
+// queue per lock acquisition.
+const batchSize = 64
+
+// Producer returns a protoactor MailboxProducer whose mailboxes account
+// against q. One quota belongs to one actor.
+func Producer(q *Quota) actor.MailboxProducer {
+	return func() actor.Mailbox { return New(q) }
+}
+
+// Mailbox is a protoactor Mailbox with a user queue accounted in a Quota
+// and a separate system queue that bypasses budgets and is drained first.
+//
+// Lock order: mu is a leaf; nothing is called while holding it.
+type Mailbox struct {
+	q *Quota
+
+	mu   sync.Mutex
+	user ring // guarded by mu
+	sys  ring // guarded by mu
+
+	userCount atomic.Int32 // user messages in the shared queue (not the staged batch)
+	sysCount  atomic.Int32
+	status    atomic.Int32
+	suspended atomic.Bool
+
+	// Owned by the goroutine running process: the staged user messages and
+	// the count of processed messages not yet published to the quota.
+	batch  [batchSize]entry
+	bi, bn int
+	done   int64
+
+	invoker    actor.MessageInvoker
+	dispatcher actor.Dispatcher
+}
+
+var _ actor.Mailbox = (*Mailbox)(nil)
+
+// New returns a mailbox accounting against q. Give it to exactly one actor,
+// through its Producer.
+func New(q *Quota) *Mailbox {
+	return &Mailbox{q: q}
+}
+
+// Producer returns a MailboxProducer that hands out m itself; use it for
+// one spawn only.
+func (m *Mailbox) Producer() actor.MailboxProducer {
+	return func() actor.Mailbox { return m }
+}
+
+// PostSized queues msg (a user message, or a *actor.MessageEnvelope around
+// one) that was admitted with q.Admit(size). It is the direct, wrapper-free
+// form of posting Wrap(msg, size) through protoactor.
+func (m *Mailbox) PostSized(msg any, size int64) {
+	m.push(entry{msg: msg, size: size, budgeted: true})
+}
+
+// PostUserMessage queues a user message. Wrapped messages were admitted by
+// the sender and are unwrapped here; anything else (PoisonPill and other
+// protoactor internals) is queued without budget but counted in the depth.
+func (m *Mailbox) PostUserMessage(message any) {
+	switch v := message.(type) {
+	case *sized:
+		e := entry{msg: v.msg, size: v.size, budgeted: true}
+		v.msg = nil
+		sizedPool.Put(v)
+		m.push(e)
+		return
+	case *actor.MessageEnvelope:
+		if w, ok := v.Message.(*sized); ok {
+			v.Message = w.msg
+			e := entry{msg: v, size: w.size, budgeted: true}
+			w.msg = nil
+			sizedPool.Put(w)
+			m.push(e)
+			return
+		}
+	}
+	m.q.free.Add(1)
+	m.push(entry{msg: message})
+}
+
+func (m *Mailbox) push(e entry) {
+	m.mu.Lock()
+	m.user.push(e)
+	m.mu.Unlock()
+	m.userCount.Add(1)
+	m.schedule()
+}
+
+// PostSystemMessage queues a system message; it bypasses all budgets.
+func (m *Mailbox) PostSystemMessage(message any) {
+	m.mu.Lock()
+	m.sys.push(entry{msg: message})
+	m.mu.Unlock()
+	m.sysCount.Add(1)
+	m.schedule()
+}
+
+// RegisterHandlers sets the invoker and the dispatcher.
+func (m *Mailbox) RegisterHandlers(invoker actor.MessageInvoker, dispatcher actor.Dispatcher) {
+	m.invoker = invoker
+	m.dispatcher = dispatcher
+}
+
+// Start does nothing: the mailbox has no middlewares.
+func (m *Mailbox) Start() {}
+
+// UserMessageCount returns the number of user messages waiting in the
+// shared queue (a batch the consumer has already taken is not included).
+func (m *Mailbox) UserMessageCount() int { return int(m.userCount.Load()) }
+
+func (m *Mailbox) schedule() {
+	// Load first: while the mailbox runs, producers only read the status
+	// word instead of contending for it.
+	if m.status.Load() == idle && m.status.CompareAndSwap(idle, running) {
+		m.dispatcher.Schedule(m.process)
+	}
+}
+
+func (m *Mailbox) process() {
+	for {
+		m.run()
+		m.publish()
+		staged := m.bi < m.bn // read before giving up ownership
+		m.status.Store(idle)
+		sys := m.sysCount.Load()
+		user := m.userCount.Load()
+		if sys == 0 && (m.suspended.Load() || (user == 0 && !staged)) {
+			return
+		}
+		if !m.status.CompareAndSwap(idle, running) {
+			return
+		}
+	}
+}
+
+// publish adds the processed messages counted locally to the quota.
+func (m *Mailbox) publish() {
+	if m.done > 0 {
+		m.q.processed.Add(m.done)
+		m.done = 0
+	}
+}
+
+func (m *Mailbox) run() {
+	i, t := 0, m.dispatcher.Throughput()
+	for {
+		if i > t {
+			i = 0
+			runtime.Gosched()
+		}
+		i++
+
+		if m.sysCount.Load() > 0 {
+			m.mu.Lock()
+			e := m.sys.pop()
+			m.mu.Unlock()
+			m.sysCount.Add(-1)
+			switch e.msg.(type) {
+			case *actor.SuspendMailbox:
+				m.suspended.Store(true)
+			case *actor.ResumeMailbox:
+				m.suspended.Store(false)
+			default:
+				if !m.invokeSystem(e.msg) {
+					return
+				}
+			}
+			continue
+		}
+
+		if m.suspended.Load() {
+			return
+		}
+
+		if m.bi == m.bn {
+			m.publish()
+			m.mu.Lock()
+			n := 0
+			for n < batchSize && m.user.n > 0 {
+				m.batch[n] = m.user.pop()
+				n++
+			}
+			m.mu.Unlock()
+			m.bi, m.bn = 0, n
+			if n == 0 {
+				return
+			}
+			m.userCount.Add(int32(-n))
+		}
+		e := m.batch[m.bi]
+		m.batch[m.bi] = entry{}
+		m.bi++
+		if !m.invokeUser(e) {
+			return
+		}
+	}
+}
+
+// invokeSystem runs one system message; it reports false after a panic,
+// which it has escalated.
+func (m *Mailbox) invokeSystem(msg any) (ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			ok = false
+			m.invoker.EscalateFailure(&Panic{Value: r, Stack: debug.Stack()}, msg)
+		}
+	}()
+	m.invoker.InvokeSystemMessage(msg)
+	return true
+}
+
+// invokeUser runs one user message and releases its budget after the
+// handler returned or panicked; it reports false after a panic, which it has
+// escalated.
+func (m *Mailbox) invokeUser(e entry) (ok bool) {
+	defer func() {
+		if e.budgeted {
+			m.q.release(e.size)
+			m.done++
+		} else {
+			m.q.free.Add(-1)
+		}
+		if r := recover(); r != nil {
+			ok = false
+			m.publish()
+			m.invoker.EscalateFailure(&Panic{Value: r, Stack: debug.Stack()}, e.msg)
+		}
+	}()
+	m.invoker.InvokeUserMessage(e.msg)
+	return true
+}
+
+// entry is one queued message with the bytes it holds in the quota.
+type entry struct {
+	msg      any
+	size     int64
+	budgeted bool
+}
+
+// ring is a growable FIFO ring buffer. It is not safe for concurrent use;
+// Mailbox guards it with its mutex. It allocates only when it grows.
+type ring struct {
+	buf  []entry
+	head int
+	n    int
+}
+
+func (r *ring) push(v entry) {
+	if r.n == len(r.buf) {
+		r.grow()
+	}
+	r.buf[(r.head+r.n)&(len(r.buf)-1)] = v
+	r.n++
+}
+
+func (r *ring) pop() entry {
+	if r.n == 0 {
+		return entry{}
+	}
+	v := r.buf[r.head]
+	r.buf[r.head] = entry{}
+	r.head = (r.head + 1) & (len(r.buf) - 1)
+	r.n--
+	return v
+}
+
+func (r *ring) grow() {
+	size := len(r.buf) * 2
+	if size == 0 {
+		size = 16
+	}
+	buf := make([]entry, size)
+	for i := 0; i < r.n; i++ {
+		buf[i] = r.buf[(r.head+i)&(len(r.buf)-1)]
+	}
+	r.buf, r.head = buf, 0
+}
