@@ -1,0 +1,312 @@
+package zguard
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// maxWriteChunk is the most written to the kernel under one write deadline,
+// so WriteTimeout measures lack of progress, not the size of a message.
+const maxWriteChunk = 1 << 20
+
+// conn is the net.Conn zmq4 gets. Reads go through a bufio.Reader and a
+// frame parser that refuses oversized frames before zmq4 sees their length;
+// writes go through a bufio.Writer flushed per complete ZMTP message, every
+// kernel write under a deadline.
+//
+// Locks: rmu and wmu are independent; mu is a leaf taken under either;
+// listener.mu is never held while taking a conn lock.
+type conn struct {
+	raw      net.Conn
+	cfg      Config
+	ln       *listener // nil for dialed conns
+	remote   string
+	deadline time.Time // end of the handshake
+
+	rmu  sync.Mutex // guards br, rp, rerr
+	br   *bufio.Reader
+	rp   frameParser
+	rerr error
+
+	wmu  sync.Mutex // guards bw, wp, werr
+	bw   *bufio.Writer
+	wp   frameParser
+	werr error
+
+	handshakeDone atomic.Bool // the peer's READY has been read
+	adopted       atomic.Bool // zmq4 read again after the READY
+
+	mu         sync.Mutex // guards the fields below
+	identity   string
+	adoptTimer *time.Timer
+	closed     bool
+	closedCh   chan struct{}
+}
+
+var _ net.Conn = (*conn)(nil)
+
+func newConn(raw net.Conn, cfg Config, ln *listener, start time.Time) *conn {
+	c := &conn{
+		raw:      raw,
+		cfg:      cfg,
+		ln:       ln,
+		remote:   raw.RemoteAddr().String(),
+		deadline: start.Add(cfg.HandshakeTimeout),
+		br:       bufio.NewReaderSize(raw, cfg.ReadBufferSize),
+		rp:       newFrameParser(cfg.MaxFrame),
+		wp:       newFrameParser(math.MaxInt64),
+		closedCh: make(chan struct{}),
+	}
+	c.rp.withCapture(handshakeCmdLimit)
+	c.bw = bufio.NewWriterSize(deadlineWriter{c: raw, timeout: cfg.WriteTimeout}, cfg.WriteBufferSize)
+	_ = raw.SetReadDeadline(c.deadline)
+	return c
+}
+
+// Read hands zmq4 the peer's bytes. At each frame boundary it waits for the
+// whole header and checks its length before releasing any of it.
+func (c *conn) Read(b []byte) (int, error) {
+	if !c.adopted.Load() && c.handshakeDone.Load() {
+		c.adopt()
+	}
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if c.rerr != nil {
+		return 0, c.rerr
+	}
+	if len(b) == 0 {
+		return 0, nil
+	}
+	if c.rp.atHeader() {
+		if err := c.checkHeader(); err != nil {
+			return 0, err
+		}
+	}
+	n, rerr := c.br.Read(b)
+	for off := 0; off < n; {
+		k, ev, err := c.rp.next(b[off:n])
+		off += k
+		if err != nil {
+			return 0, c.failRead(err, true)
+		}
+		if ev == eventFrame && c.rp.command() && !c.handshakeDone.Load() {
+			if err := c.onHandshakeCommand(c.rp.body); err != nil {
+				return 0, c.failRead(err, true)
+			}
+		}
+	}
+	if rerr != nil {
+		return n, c.failRead(rerr, false)
+	}
+	return n, nil
+}
+
+// checkHeader peeks at the next frame header and refuses it when it
+// announces more than the limit.
+func (c *conn) checkHeader() error {
+	h, err := c.br.Peek(1)
+	if err != nil {
+		return c.failRead(err, false)
+	}
+	h, err = c.br.Peek(headerLen(h[0]))
+	if err != nil {
+		return c.failRead(err, false)
+	}
+	probe := c.rp
+	probe.body = nil
+	if _, _, err := probe.next(h); err != nil {
+		return c.failRead(err, true)
+	}
+	return nil
+}
+
+// onHandshakeCommand runs on every command read before the handshake ends.
+func (c *conn) onHandshakeCommand(body []byte) error {
+	name, identity, err := sniffCommand(body)
+	if err != nil {
+		return err
+	}
+	if name != "READY" && name != "INITIATE" {
+		return nil
+	}
+	c.mu.Lock()
+	c.identity = identity
+	c.mu.Unlock()
+	if c.ln != nil && identity != "" {
+		if err := c.ln.claim(identity, c); err != nil {
+			return err
+		}
+	}
+	c.handshakeDone.Store(true)
+	c.rp.capture = false
+	c.rp.body = nil
+	_ = c.raw.SetReadDeadline(time.Time{})
+	if c.ln != nil {
+		c.ln.handshakeEnded(c)
+	}
+	// zmq4 drops (without closing) a conn whose Open fails after the READY,
+	// e.g. on incompatible socket types; such a conn is never read again.
+	c.mu.Lock()
+	if !c.closed {
+		c.adoptTimer = time.AfterFunc(c.cfg.HandshakeTimeout, c.orphaned)
+	}
+	c.mu.Unlock()
+	return nil
+}
+
+// adopt records that zmq4 reads the conn after its handshake.
+func (c *conn) adopt() {
+	c.adopted.Store(true)
+	c.mu.Lock()
+	if c.adoptTimer != nil {
+		c.adoptTimer.Stop()
+	}
+	c.mu.Unlock()
+}
+
+func (c *conn) orphaned() {
+	if !c.adopted.Load() {
+		c.reject(ErrHandshakeTimeout)
+	}
+}
+
+// failRead closes the conn for a read-side reason and returns the error for
+// zmq4. guard says the reason is a guard's refusal.
+func (c *conn) failRead(err error, guard bool) error {
+	switch {
+	case guard:
+		c.reject(err)
+	case !c.handshakeDone.Load() && errors.Is(err, os.ErrDeadlineExceeded):
+		err = ErrHandshakeTimeout
+		c.reject(err)
+	default:
+		c.closeWith(err, false)
+		c.rerr = err // io.EOF and net errors keep their meaning for zmq4
+		return err
+	}
+	c.rerr = opError("read", c, err)
+	return c.rerr
+}
+
+// Write buffers b and flushes after each complete ZMTP message (the
+// greeting, a command, or a frame without MORE).
+func (c *conn) Write(b []byte) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.werr != nil {
+		return 0, c.werr
+	}
+	select {
+	case <-c.closedCh:
+		c.werr = opError("write", c, net.ErrClosed)
+		return 0, c.werr
+	default:
+	}
+	written := 0
+	for written < len(b) {
+		k, ev, err := c.wp.next(b[written:])
+		if err != nil {
+			return written, c.failWrite(err)
+		}
+		m, err := c.bw.Write(b[written : written+k])
+		written += m
+		if err != nil {
+			return written, c.failWrite(err)
+		}
+		if ev == eventGreeting || ev == eventFrame && (c.wp.command() || !c.wp.more()) {
+			if err := c.bw.Flush(); err != nil {
+				return written, c.failWrite(err)
+			}
+		}
+	}
+	return written, nil
+}
+
+func (c *conn) failWrite(err error) error {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		err = fmt.Errorf("%w: %v", ErrWriteTimeout, err)
+	}
+	c.closeWith(err, false)
+	// A non-timeout net.Error makes zmq4 mark its Conn closed at once.
+	c.werr = opError("write", c, err)
+	return c.werr
+}
+
+func opError(op string, c *conn, err error) error {
+	return &net.OpError{Op: op, Net: Scheme, Source: c.raw.LocalAddr(), Addr: c.raw.RemoteAddr(), Err: err}
+}
+
+// Close closes the connection; zmq4 calls it, possibly more than once.
+func (c *conn) Close() error {
+	c.closeWith(ErrClosedLocally, false)
+	return nil
+}
+
+func (c *conn) reject(reason error) { c.closeWith(reason, true) }
+
+// closeWith closes the conn once, releases its listener state and reports
+// it.
+func (c *conn) closeWith(reason error, rejected bool) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	close(c.closedCh)
+	if c.adoptTimer != nil {
+		c.adoptTimer.Stop()
+	}
+	ev := ConnEvent{Identity: c.identity, Remote: c.remote, Reason: reason}
+	c.mu.Unlock()
+
+	_ = c.raw.Close()
+	if c.ln != nil {
+		c.ln.forget(c, ev.Identity)
+	}
+	if rejected && c.cfg.OnRejected != nil {
+		c.cfg.OnRejected(ev)
+	}
+	if c.cfg.OnConnClosed != nil {
+		c.cfg.OnConnClosed(ev)
+	}
+}
+
+func (c *conn) LocalAddr() net.Addr  { return c.raw.LocalAddr() }
+func (c *conn) RemoteAddr() net.Addr { return c.raw.RemoteAddr() }
+
+// The deadline setters are no-ops: the guard owns the deadlines (zmq4 never
+// sets any).
+func (c *conn) SetDeadline(time.Time) error      { return nil }
+func (c *conn) SetReadDeadline(time.Time) error  { return nil }
+func (c *conn) SetWriteDeadline(time.Time) error { return nil }
+
+// deadlineWriter writes to the kernel in chunks of at most maxWriteChunk,
+// each under its own deadline.
+type deadlineWriter struct {
+	c       net.Conn
+	timeout time.Duration
+}
+
+func (w deadlineWriter) Write(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		end := min(len(p), n+maxWriteChunk)
+		if err := w.c.SetWriteDeadline(time.Now().Add(w.timeout)); err != nil {
+			return n, err
+		}
+		k, err := w.c.Write(p[n:end])
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}

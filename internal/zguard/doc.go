@@ -1,0 +1,51 @@
+// Package zguard is the guarded TCP transport that zmq4 sockets use instead
+// of its plain "tcp" transport.
+//
+// # Why it exists
+//
+// go-zeromq/zmq4 v0.17.0 hands every byte of a connection to its own ZMTP
+// code with no limits (measured in ZMQ4-NOTES.md):
+//
+//   - its accept loop runs the ZMTP handshake inline with no deadline, so one
+//     silent TCP connection stalls every later peer;
+//   - a peer that stops reading blocks the socket-wide write mutex, so one
+//     stuck peer blocks sends to every peer of the socket;
+//   - a frame header announcing a huge length makes it allocate that length,
+//     and the process dies with a fatal out-of-memory error;
+//   - two live connections announcing the same identity both receive every
+//     message a ROUTER sends to that identity;
+//   - a malformed READY property list makes its metadata decoder panic;
+//   - each frame is two unbuffered writes.
+//
+// zguard registers the transport "zgtcp" (Register) whose connections fix
+// these below zmq4: the listener hands zmq4 only connections that have sent
+// their 64-byte greeting; every connection keeps a read deadline until the
+// peer's READY command has been read; writes are buffered and flushed per
+// complete ZMTP message with a write deadline, so a stuck peer fails its own
+// connection; reads are buffered and every incoming frame header is checked
+// against Config.MaxFrame before zmq4 sees its length; the handshake READY is
+// validated and its Identity property must be unique among the live
+// connections of one listener.
+//
+// # Use
+//
+//	zguard.Register()
+//	ctx = zguard.WithConfig(ctx, cfg)          // per socket, optional
+//	router := zmq4.NewRouter(ctx, zmq4.WithID(id))
+//	ep, _ := zguard.Endpoint("tcp://127.0.0.1:0")
+//	err := router.Listen(ep)
+//
+// The configuration travels in the socket's context: zmq4 passes the socket
+// context to Transport.Listen and Transport.Dial. Only the NULL security
+// mechanism is supported (zmq4's PLAIN is useless; trust is established by
+// the application handshake above).
+//
+// # What it must not touch
+//
+// zguard knows ZMTP 3 framing (greeting, frame headers, the READY command)
+// and nothing above it: it knows nothing of RouteMesh, the wire envelope
+// protocol, peers' application identities or reconnect policy. It never
+// sends or consumes ZMTP frames of its own; every byte zmq4 writes reaches
+// the peer unchanged and every byte it reads comes from the peer unchanged,
+// or the connection is closed.
+package zguard

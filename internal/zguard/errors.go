@@ -1,0 +1,50 @@
+package zguard
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrFrameTooLarge: a frame header announced more than Config.MaxFrame
+	// bytes (or a handshake command more than 64 KiB).
+	ErrFrameTooLarge = errors.New("zlink: zmtp frame too large")
+	// ErrHandshakeTimeout: the peer did not complete its greeting and READY
+	// within Config.HandshakeTimeout, or zmq4 dropped the connection after
+	// the handshake without ever reading it.
+	ErrHandshakeTimeout = errors.New("zlink: zmtp handshake timeout")
+	// ErrDuplicateIdentity: the peer's READY announced an identity that is
+	// already live on the same listener.
+	ErrDuplicateIdentity = errors.New("zlink: duplicate zmtp identity")
+	// ErrTooManyPending: Config.MaxPendingHandshakes accepted connections were
+	// already in their handshake.
+	ErrTooManyPending = errors.New("zlink: too many pending zmtp handshakes")
+	// ErrWriteTimeout: a write made no progress for Config.WriteTimeout.
+	ErrWriteTimeout = errors.New("zlink: zmtp write timeout")
+	// ErrBadGreeting: the peer's 64-byte greeting has no ZMTP signature.
+	ErrBadGreeting = errors.New("zlink: bad zmtp greeting")
+	// ErrMalformedCommand: a handshake command (READY) is not well formed.
+	ErrMalformedCommand = errors.New("zlink: malformed zmtp command")
+	// ErrClosedLocally is the ConnEvent.Reason of a connection closed by
+	// this process (zmq4 closing it, or its listener closing).
+	ErrClosedLocally = errors.New("zlink: connection closed locally")
+	// ErrBadEndpoint: Endpoint got an endpoint that is not tcp://host:port.
+	ErrBadEndpoint = errors.New("zlink: endpoint is not tcp://")
+	// ErrInvalidConfig: a Config field is out of range.
+	ErrInvalidConfig = errors.New("zlink: invalid zguard config")
+)
+
+// FrameTooLargeError is the reason a connection was closed for announcing a
+// frame over the limit. It matches ErrFrameTooLarge with errors.Is.
+type FrameTooLargeError struct {
+	Size    uint64 // length announced by the frame header
+	Limit   uint64 // limit in force for this frame
+	Command bool   // the frame was a ZMTP command
+}
+
+func (e *FrameTooLargeError) Error() string {
+	return fmt.Sprintf("%v: %d bytes announced, limit %d", ErrFrameTooLarge, e.Size, e.Limit)
+}
+
+// Is reports whether target is ErrFrameTooLarge.
+func (e *FrameTooLargeError) Is(target error) bool { return target == ErrFrameTooLarge }
