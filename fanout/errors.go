@@ -1,0 +1,17 @@
+package fanout
+
+import "errors"
+
+var (
+	// ErrSourceConflict: a subscriber was configured both automatic and
+	// manual (Endpoints). Startup fails; the sources are never merged.
+	ErrSourceConflict = errors.New("zlink: fanout subscriber configured both automatic and manual")
+	// ErrNoSource: a subscriber has neither Automatic nor Endpoints.
+	ErrNoSource = errors.New("zlink: fanout subscriber has no publisher source")
+	// ErrInvalidConfig: a configuration value is missing or out of range.
+	ErrInvalidConfig = errors.New("zlink: invalid fanout configuration")
+	// ErrReservedTopic: the topic starts with the reserved byte 0xFF.
+	ErrReservedTopic = errors.New("zlink: fanout topic is reserved")
+	// ErrClosed: the publisher or subscriber was closed.
+	ErrClosed = errors.New("zlink: fanout closed")
+)

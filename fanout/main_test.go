@@ -1,0 +1,17 @@
+package fanout
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// zmq4 goroutines that outlive a closed socket (ZMQ4-NOTES).
+		goleak.IgnoreAnyFunction("github.com/go-zeromq/zmq4.(*qreader).listen"),
+		goleak.IgnoreAnyFunction("github.com/go-zeromq/zmq4.(*Conn).read"),
+		goleak.IgnoreAnyFunction("github.com/go-zeromq/zmq4.(*socket).connReaper"),
+		goleak.IgnoreAnyFunction("github.com/go-zeromq/zmq4.(*pubMWriter).run"),
+	)
+}
