@@ -192,3 +192,7 @@ func rebuild(old *View, prev Member, had bool, next *Member) *View {
 	}
 	return &View{members: members, channels: channels}
 }
+
+// ServersShared is Servers without the copy, for the per-call hot path. The
+// caller must not modify the returned slice.
+func (v *View) ServersShared(channel string) []Target { return v.channels[channel] }

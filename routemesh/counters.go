@@ -1,0 +1,49 @@
+package routemesh
+
+import (
+	"errors"
+	"sync/atomic"
+
+	"github.com/zlink-go/zlink/wire"
+)
+
+// counters are a node's call counters: a leaf structure of atomics.
+type counters struct {
+	calls, ok        atomic.Uint64
+	byCode           [16]atomic.Uint64 // indexed by wire.Code
+	protocolErrors   atomic.Uint64     // malformed frames, unknown packets on the wire
+	lateFrames       atomic.Uint64     // frames from pipes that are not current
+	handshakeRejects atomic.Uint64
+	peersLost        atomic.Uint64
+}
+
+func (c *counters) result(err error) {
+	if err == nil {
+		c.ok.Add(1)
+		return
+	}
+	code := wire.CodeOf(err)
+	if errors.Is(err, wire.ErrTimeout) {
+		code = wire.CodeTimeout
+	}
+	if int(code) < len(c.byCode) {
+		c.byCode[code].Add(1)
+	}
+}
+
+func (c *counters) snapshot() map[string]uint64 {
+	m := map[string]uint64{
+		"calls":             c.calls.Load(),
+		"ok":                c.ok.Load(),
+		"protocol_errors":   c.protocolErrors.Load(),
+		"late_frames":       c.lateFrames.Load(),
+		"handshake_rejects": c.handshakeRejects.Load(),
+		"peers_lost":        c.peersLost.Load(),
+	}
+	for i := 1; i < len(c.byCode); i++ {
+		if v := c.byCode[i].Load(); v > 0 {
+			m["errors_"+wire.Code(i).String()] = v
+		}
+	}
+	return m
+}

@@ -1,0 +1,56 @@
+package routemesh
+
+import (
+	"errors"
+	"strings"
+)
+
+// Configuration errors. Every refusal at Start (or of a runtime weight change)
+// is a *ConfigError that matches ErrConfig and one of the specific sentinels
+// below with errors.Is.
+var (
+	ErrConfig               = errors.New("zlink: configuration error")
+	ErrDuplicateMesh        = errors.New("zlink: MeshName registered twice in this process")
+	ErrDuplicateChannel     = errors.New("zlink: ChannelName registered twice on one RouteMesh")
+	ErrTopologyConflict     = errors.New("zlink: ChannelName registered on two physical topologies")
+	ErrDuplicateRole        = errors.New("zlink: ClientServer (ChannelName, Role) registered twice")
+	ErrWeightRange          = errors.New("zlink: weight outside 0..10000")
+	ErrDirectOnObjectRole   = errors.New("zlink: Node-direct handler registered on an Object Client")
+	ErrRIDConflict          = errors.New("zlink: fixed RID and RID prefix both set")
+	ErrNeedsLocationStore   = errors.New("zlink: automatic topology needs an explicitly configured Location Store")
+	ErrFanoutSourceConflict = errors.New("zlink: fanout subscriber configured both automatic and manual")
+	ErrInvalid              = errors.New("zlink: invalid setting")
+	ErrUnknownChannel       = errors.New("zlink: no Server role for this ChannelName on this MeshNode")
+)
+
+// ConfigError names the mesh and channel a configuration refusal is about.
+type ConfigError struct {
+	Mesh    string // MeshName, "" when the rule is not about one mesh
+	Channel string // ChannelName, "" when the rule is not about one channel
+	Detail  string // what was wrong, for people
+	Err     error  // the specific sentinel (ErrDuplicateMesh, ErrWeightRange, …)
+}
+
+func (e *ConfigError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Err.Error())
+	if e.Mesh != "" {
+		b.WriteString(": mesh=")
+		b.WriteString(e.Mesh)
+	}
+	if e.Channel != "" {
+		b.WriteString(" channel=")
+		b.WriteString(e.Channel)
+	}
+	if e.Detail != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Detail)
+	}
+	return b.String()
+}
+
+// Is matches ErrConfig as well as the specific sentinel.
+func (e *ConfigError) Is(target error) bool { return target == ErrConfig }
+
+// Unwrap returns the specific sentinel.
+func (e *ConfigError) Unwrap() error { return e.Err }

@@ -1,0 +1,218 @@
+package routemesh
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zeromq/zmq4"
+
+	"github.com/zlink-go/zlink/wire"
+)
+
+// pipeState is where a pipe is in its life.
+type pipeState uint32
+
+const (
+	pipeHandshake pipeState = 1 + iota // frames go to the mesh actor
+	pipeReady                          // frames are dispatched by the reader
+	pipeClosed                         // frames are dropped
+)
+
+// errSlowPeer closes a pipe whose reply/control lane overflowed: the peer
+// reads so slowly that it can no longer receive answers.
+var errSlowPeer = errors.New("zlink: peer too slow to take its replies")
+
+// outItem is one thing a writer sends: an envelope (batched) or a raw
+// handshake frame (sent alone, in order).
+type outItem struct {
+	env   wire.Envelope
+	frame []byte
+}
+
+// pipe is one physical connection to a peer: an outbound DEALER we dialed,
+// or an inbound identity on our ROUTER. Its identity (the dialer's socket
+// identity) is unique: RID + generation + a nonce, so duplicate pipes between
+// two nodes never share an identity.
+type pipe struct {
+	id       string
+	outbound bool
+	intent   *intent     // outbound only
+	dealer   zmq4.Socket // outbound only
+	node     *Node
+	w        *writer
+	state    atomic.Uint32 // pipeState
+	lastRead atomic.Int64  // unix nanos of the last frame read
+
+	// set by the mesh actor during the handshake, read-only once ready
+	remote     wire.Identity
+	hello      *wire.Hello
+	welcome    *wire.Welcome
+	myNonce    [16]byte
+	theirNonce [16]byte
+	started    time.Time
+	link       *link
+
+	closeOnce sync.Once
+	closed    chan struct{}
+}
+
+func (p *pipe) getState() pipeState { return pipeState(p.state.Load()) }
+
+// sendFrame queues a raw frame (handshake) behind whatever is queued.
+func (p *pipe) sendFrame(f *wire.Frame) error {
+	b, err := wire.AppendFrame(nil, f)
+	if err != nil {
+		return err
+	}
+	return p.w.control(outItem{frame: b})
+}
+
+// close stops the pipe's writer and (outbound) its socket. Idempotent.
+func (p *pipe) close() {
+	p.closeOnce.Do(func() {
+		p.state.Store(uint32(pipeClosed))
+		close(p.closed)
+		p.w.stop()
+		if p.dealer != nil {
+			_ = p.dealer.Close()
+		}
+	})
+}
+
+// writer is a pipe's outbound queue and batching loop. The data lane holds
+// requests and sends (bounded by SendHWM: a full lane is ErrBusy for the
+// caller); the control lane holds replies, errors, heartbeats and handshake
+// frames (bounded too: overflowing it means the peer cannot keep up, and the
+// pipe is closed). The loop drains both lanes into one Batch frame per write,
+// with no artificial delay.
+type writer struct {
+	data    chan wire.Envelope
+	ctl     chan outItem
+	quit    chan struct{}
+	done    chan struct{}
+	once    sync.Once
+	send    func(frame []byte) error
+	onError func(error)
+	// maxBatch bounds a batch's encoded bytes (the peer's receive limit, at
+	// most 4 MiB) so one batch never exceeds what the peer accepts.
+	maxBatch int
+	queued   atomic.Int64 // envelopes waiting, for the tree
+}
+
+func newWriter(hwm int, send func([]byte) error, onError func(error)) *writer {
+	return &writer{
+		data:     make(chan wire.Envelope, hwm),
+		ctl:      make(chan outItem, hwm+256),
+		quit:     make(chan struct{}),
+		done:     make(chan struct{}),
+		send:     send,
+		onError:  onError,
+		maxBatch: 4 << 20,
+	}
+}
+
+// submit queues a request or send; ErrBusy when the data lane is full.
+func (w *writer) submit(e wire.Envelope) error {
+	select {
+	case <-w.quit:
+		return wire.ErrPeerLost
+	default:
+	}
+	select {
+	case w.data <- e:
+		w.queued.Add(1)
+		return nil
+	default:
+		return errSendQueueFull
+	}
+}
+
+// control queues a reply, error, heartbeat or handshake frame. A full
+// control lane closes the pipe (errSlowPeer).
+func (w *writer) control(it outItem) error {
+	select {
+	case <-w.quit:
+		return wire.ErrPeerLost
+	default:
+	}
+	select {
+	case w.ctl <- it:
+		w.queued.Add(1)
+		return nil
+	default:
+		w.onError(errSlowPeer)
+		return errSlowPeer
+	}
+}
+
+func (w *writer) stop() { w.once.Do(func() { close(w.quit) }) }
+
+// run is the writer loop; it returns when stopped or when a send fails.
+func (w *writer) run() {
+	defer close(w.done)
+	batch := make([]wire.Envelope, 0, 256)
+	for {
+		var first outItem
+		select {
+		case <-w.quit:
+			return
+		case first = <-w.ctl:
+		case e := <-w.data:
+			first.env = e
+		}
+		w.queued.Add(-1)
+		if first.frame != nil {
+			if !w.write(first.frame) {
+				return
+			}
+			continue
+		}
+		batch = append(batch[:0], first.env)
+		size := first.env.Size()
+		var raw []byte
+	fill:
+		for size < w.maxBatch && len(batch) < 4096 {
+			select {
+			case it := <-w.ctl:
+				w.queued.Add(-1)
+				if it.frame != nil {
+					raw = it.frame
+					break fill
+				}
+				batch = append(batch, it.env)
+				size += it.env.Size()
+			case e := <-w.data:
+				w.queued.Add(-1)
+				batch = append(batch, e)
+				size += e.Size()
+			default:
+				break fill
+			}
+		}
+		buf, err := wire.AppendFrame(make([]byte, 0, size+16), &wire.Frame{Type: wire.FrameBatch, Batch: batch})
+		clear(batch) // drop payload references
+		if err != nil {
+			w.onError(err)
+			return
+		}
+		if !w.write(buf) {
+			return
+		}
+		if raw != nil && !w.write(raw) {
+			return
+		}
+	}
+}
+
+func (w *writer) write(frame []byte) bool {
+	if err := w.send(frame); err != nil {
+		w.onError(err)
+		return false
+	}
+	return true
+}
+
+// depth is the number of queued envelopes and frames.
+func (w *writer) depth() int64 { return w.queued.Load() }

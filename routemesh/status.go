@@ -1,0 +1,136 @@
+package routemesh
+
+import "time"
+
+// NodeState is a MeshNode's lifecycle state.
+type NodeState uint32
+
+const (
+	// NodeStarting: binding and registering.
+	NodeStarting NodeState = 1 + iota
+	// NodeReady: bound, admission ready, handlers registered.
+	NodeReady
+	// NodeDraining: out of new selection, serving submitted work.
+	NodeDraining
+	// NodeStopping: admitting nothing new, finishing in-flight work.
+	NodeStopping
+	// NodeStopped: sockets closed, goroutines ended.
+	NodeStopped
+)
+
+// String returns the lower-case state name.
+func (s NodeState) String() string {
+	switch s {
+	case NodeStarting:
+		return "starting"
+	case NodeReady:
+		return "ready"
+	case NodeDraining:
+		return "draining"
+	case NodeStopping:
+		return "stopping"
+	case NodeStopped:
+		return "stopped"
+	default:
+		return "invalid"
+	}
+}
+
+// MarshalText encodes the state as its name.
+func (s NodeState) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// PeerState is how monitoring shows one peer (SPEC §9).
+type PeerState uint8
+
+const (
+	// PeerConnecting: dialing or in the handshake.
+	PeerConnecting PeerState = 1 + iota
+	// PeerReady: a ready connection.
+	PeerReady
+	// PeerNotConnected: a connection is required but none is ready — a failure.
+	PeerNotConnected
+	// PeerNotRequired: skipped by rule (two Object Clients without Channel
+	// Server membership) — not a failure, not counted in health.
+	PeerNotRequired
+	// PeerDraining: ready, but the peer announced a drain.
+	PeerDraining
+)
+
+// String returns the name monitoring shows.
+func (s PeerState) String() string {
+	switch s {
+	case PeerConnecting:
+		return "Connecting"
+	case PeerReady:
+		return "Ready"
+	case PeerNotConnected:
+		return "NotConnected"
+	case PeerNotRequired:
+		return "NotRequired"
+	case PeerDraining:
+		return "Draining"
+	default:
+		return "invalid"
+	}
+}
+
+// MarshalText encodes the state as its name.
+func (s PeerState) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// PeerStatus is one peer or connection intent as monitoring shows it.
+type PeerStatus struct {
+	RID       string    `json:"rid"`
+	State     PeerState `json:"state"`
+	Endpoint  string    `json:"endpoint,omitempty"`
+	Outbound  bool      `json:"outbound"`
+	Pipe      string    `json:"pipe,omitempty"` // identity of the ready pipe (the dialer's socket identity)
+	LastError string    `json:"last_error,omitempty"`
+	Since     time.Time `json:"since"`
+}
+
+// ChannelStatus is one ChannelName role of this node.
+type ChannelStatus struct {
+	Name   string `json:"name"`
+	Role   string `json:"role"`
+	Weight int    `json:"weight"`
+	// LastSelection is this node's last select-one decision on the channel.
+	LastSelection *Selection `json:"last_selection,omitempty"`
+}
+
+// Status is a copied snapshot of one MeshNode.
+type Status struct {
+	Mesh       string            `json:"mesh"`
+	RID        string            `json:"rid"`
+	Generation uint64            `json:"generation"`
+	Revision   uint64            `json:"revision"`
+	State      NodeState         `json:"state"`
+	Endpoint   string            `json:"endpoint"`
+	ObjectRole string            `json:"object_role"`
+	Peers      []PeerStatus      `json:"peers"`
+	Channels   []ChannelStatus   `json:"channels"`
+	Counters   map[string]uint64 `json:"counters"`
+	Latency    []LatencyBucket   `json:"latency"`
+	Drained    bool              `json:"drained,omitempty"`
+	Inflight   int64             `json:"inflight"`
+}
+
+// Peer returns the status of the peer with rid, if any.
+func (s Status) Peer(rid string) (PeerStatus, bool) {
+	for _, p := range s.Peers {
+		if p.RID == rid {
+			return p, true
+		}
+	}
+	return PeerStatus{}, false
+}
+
+// CountPeers counts peers in state st.
+func (s Status) CountPeers(st PeerState) int {
+	n := 0
+	for _, p := range s.Peers {
+		if p.State == st {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,207 @@
+package routemesh
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// TopologyKind names a physical send path a ChannelName can be registered on.
+type TopologyKind uint8
+
+const (
+	// TopologyRouteMesh is a RouteMesh channel.
+	TopologyRouteMesh TopologyKind = 1 + iota
+	// TopologyClientServer is a ClientServer registration.
+	TopologyClientServer
+	// TopologyFanout is a classic fanout (PUB/SUB) registration.
+	TopologyFanout
+)
+
+// String names the topology.
+func (k TopologyKind) String() string {
+	switch k {
+	case TopologyRouteMesh:
+		return "RouteMesh"
+	case TopologyClientServer:
+		return "ClientServer"
+	case TopologyFanout:
+		return "fanout"
+	default:
+		return "invalid"
+	}
+}
+
+// ClientServerReg is one ClientServer registration: key (Channel, Role). One
+// Client and one Server of the same name share one topology and one target
+// set; a duplicate role fails Start.
+type ClientServerReg struct {
+	Channel string
+	Role    Role
+}
+
+// FanoutReg is one classic fanout registration. A subscriber takes its
+// publishers either from the Location Store (Automatic) or from Endpoints
+// (manual), never both.
+type FanoutReg struct {
+	Channel   string
+	Publisher bool
+	Automatic bool
+	Endpoints []string
+}
+
+// Topology is every registration of one process, checked as a whole at Start.
+type Topology struct {
+	Meshes       []*Config
+	ClientServer []ClientServerReg
+	Fanouts      []FanoutReg
+	// HasLocationStore is true when a Location Store was configured
+	// explicitly (Redis, or the in-memory store for one process).
+	HasLocationStore bool
+}
+
+// Validate applies every startup check of SPEC §2–3 (reference 004 §13
+// "registration and startup checks"). It returns the first refusal as a
+// *ConfigError naming the mesh and channel.
+func (t *Topology) Validate() error {
+	seenMesh := map[string]bool{}
+	// owner records the first physical topology of each ChannelName.
+	type owner struct {
+		kind TopologyKind
+		mesh string
+	}
+	owners := map[string]owner{}
+	claim := func(ch string, o owner) error {
+		prev, ok := owners[ch]
+		if !ok {
+			owners[ch] = o
+			return nil
+		}
+		if prev.kind == o.kind && prev.kind != TopologyRouteMesh && prev.mesh == o.mesh {
+			return nil // ClientServer and fanout keep their own duplicate rules
+		}
+		detail := fmt.Sprintf("already registered on %s", prev.kind)
+		if prev.mesh != "" {
+			detail += " mesh " + prev.mesh
+		}
+		if prev.kind == TopologyRouteMesh && o.kind == TopologyRouteMesh && prev.mesh == o.mesh {
+			return &ConfigError{Mesh: o.mesh, Channel: ch, Err: ErrDuplicateChannel, Detail: "one role per ChannelName"}
+		}
+		return &ConfigError{Mesh: o.mesh, Channel: ch, Err: ErrTopologyConflict, Detail: detail}
+	}
+
+	for _, m := range t.Meshes {
+		if err := m.validate(t.HasLocationStore); err != nil {
+			return err
+		}
+		if seenMesh[m.Mesh] {
+			return &ConfigError{Mesh: m.Mesh, Err: ErrDuplicateMesh}
+		}
+		seenMesh[m.Mesh] = true
+		for _, ch := range m.channels {
+			if err := claim(ch.name, owner{kind: TopologyRouteMesh, mesh: m.Mesh}); err != nil {
+				return err
+			}
+		}
+	}
+	csRoles := map[ClientServerReg]bool{}
+	for _, r := range t.ClientServer {
+		if r.Channel == "" || (r.Role != RoleClient && r.Role != RoleServer) {
+			return &ConfigError{Channel: r.Channel, Err: ErrInvalid, Detail: "ClientServer registration needs a name and a role"}
+		}
+		if csRoles[r] {
+			return &ConfigError{Channel: r.Channel, Err: ErrDuplicateRole, Detail: "role " + r.Role.String()}
+		}
+		csRoles[r] = true
+		if err := claim(r.Channel, owner{kind: TopologyClientServer}); err != nil {
+			return err
+		}
+	}
+	for _, f := range t.Fanouts {
+		if f.Channel == "" {
+			return &ConfigError{Err: ErrInvalid, Detail: "fanout registration needs a ChannelName"}
+		}
+		if !f.Publisher && f.Automatic && len(f.Endpoints) > 0 {
+			return &ConfigError{Channel: f.Channel, Err: ErrFanoutSourceConflict}
+		}
+		if f.Automatic && !t.HasLocationStore {
+			return &ConfigError{Channel: f.Channel, Err: ErrNeedsLocationStore, Detail: "automatic fanout"}
+		}
+		if err := claim(f.Channel, owner{kind: TopologyFanout}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validate checks one MeshNode's own settings.
+func (c *Config) validate(hasStore bool) error {
+	bad := func(err error, detail string) error {
+		return &ConfigError{Mesh: c.Mesh, Err: err, Detail: detail}
+	}
+	if c.Mesh == "" {
+		return bad(ErrInvalid, "empty MeshName")
+	}
+	if c.RID != "" && c.RIDPrefix != "" {
+		return bad(ErrRIDConflict, "SetRoutingID is for manual topology only")
+	}
+	if c.Automatic() && !hasStore {
+		return bad(ErrNeedsLocationStore, "SetRoutingIDPrefix needs a Location Store configured explicitly")
+	}
+	if c.Automatic() && len(c.Peers) > 0 {
+		return bad(ErrInvalid, "manual peers on an automatic MeshNode")
+	}
+	if c.ObjectRole < ObjectNone || c.ObjectRole > ObjectServer {
+		return bad(ErrInvalid, "object role")
+	}
+	if c.ObjectRole != ObjectNone && !hasStore {
+		return bad(ErrNeedsLocationStore, "an object role needs a Location Store configured explicitly")
+	}
+	if c.ObjectRole == ObjectClient && c.directRegs > 0 {
+		return bad(ErrDirectOnObjectRole, "an Object Client takes no application Node-direct handler")
+	}
+	if err := validEndpoint(c.Listen); err != nil {
+		return bad(ErrInvalid, "listen endpoint: "+err.Error())
+	}
+	for _, p := range c.Peers {
+		if err := validEndpoint(p.Endpoint); err != nil {
+			return bad(ErrInvalid, "peer endpoint: "+err.Error())
+		}
+	}
+	if strings.ContainsAny(c.RID, " \t\n/") || strings.ContainsAny(c.RIDPrefix, " \t\n/") {
+		return bad(ErrInvalid, "RID must not contain spaces or '/'")
+	}
+	for _, ch := range c.channels {
+		if ch.name == "" {
+			return bad(ErrInvalid, "empty ChannelName")
+		}
+		if ch.role == RoleServer {
+			if err := CheckWeight(ch.weight); err != nil {
+				return &ConfigError{Mesh: c.Mesh, Channel: ch.name, Err: ErrWeightRange, Detail: fmt.Sprintf("weight %d", ch.weight)}
+			}
+		}
+	}
+	return nil
+}
+
+// CheckWeight refuses a weight outside 0..10000.
+func CheckWeight(w int) error {
+	if w < MinWeight || w > MaxWeight {
+		return &ConfigError{Err: ErrWeightRange, Detail: fmt.Sprintf("weight %d", w)}
+	}
+	return nil
+}
+
+func validEndpoint(ep string) error {
+	u, err := url.Parse(ep)
+	if err != nil {
+		return err
+	}
+	if u.Scheme != "tcp" {
+		return fmt.Errorf("scheme %q, want tcp://HOST:PORT", u.Scheme)
+	}
+	if u.Host == "" || u.Port() == "" {
+		return fmt.Errorf("%q: want tcp://HOST:PORT", ep)
+	}
+	return nil
+}

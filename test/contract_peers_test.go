@@ -1,0 +1,211 @@
+package test
+
+// Contract tests for reference 004 §13 "peer connections" in manual
+// topology, over real ZeroMQ sockets on 127.0.0.1.
+
+import (
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	zlink "github.com/zlink-go/zlink"
+	"github.com/zlink-go/zlink/location"
+	"github.com/zlink-go/zlink/routemesh"
+)
+
+func memStore(t *testing.T) location.Store {
+	s := location.NewMemory()
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func TestContract_Peers_ManualTwoSidedDialEndsInOneReadyConnection(t *testing.T) {
+	// Both sides name each other's endpoint and dial at the same time.
+	epA, epB := freeEndpoint(t), freeEndpoint(t)
+	oa := zlink.NewOptions()
+	oa.AddRouteMesh("game").SetRoutingID("a").Listen(epA).ConfigureLiveness(fastLiveness).
+		AddPeer(epB, "b").HandleDirectRequest("echo", echo)
+	ob := zlink.NewOptions()
+	var handled atomic.Int64
+	ob.AddRouteMesh("game").SetRoutingID("b").Listen(epB).ConfigureLiveness(fastLiveness).
+		AddPeer(epA, "a").HandleDirectRequest("echo", func(c *routemesh.Context, p []byte) ([]byte, error) {
+		handled.Add(1)
+		return p, nil
+	})
+	a := startHost(t, oa).Mesh("game")
+	b2 := startHost(t, ob).Mesh("game")
+
+	waitPeerState(t, a, "b", routemesh.PeerReady)
+	waitPeerState(t, b2, "a", routemesh.PeerReady)
+	// Both sides agree on the one surviving pipe: the one dialed by the
+	// smaller RID ("a").
+	waitFor(t, "both sides on one pipe", 10*time.Second, func() bool {
+		pa, _ := status(t, a).Peer("b")
+		pb, _ := status(t, b2).Peer("a")
+		return pa.State == routemesh.PeerReady && pb.State == routemesh.PeerReady && pa.Pipe != "" && pa.Pipe == pb.Pipe && pa.Outbound
+	})
+	pa, _ := status(t, a).Peer("b")
+	if !pa.Outbound {
+		t.Fatalf("surviving pipe %s should be the one a dialed", pa.Pipe)
+	}
+	if n := status(t, a).CountPeers(routemesh.PeerReady); n != 1 {
+		t.Fatalf("a has %d ready peers, want 1", n)
+	}
+	// Messages are delivered exactly once over it.
+	for i := 0; i < 20; i++ {
+		if _, err := a.Request(ctxT(t, 5*time.Second), "b", "echo", []byte("x")); err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+	}
+	if got := handled.Load(); got != 20 {
+		t.Fatalf("b's handler ran %d times for 20 requests", got)
+	}
+}
+
+func TestContract_Peers_ManualNotRequiredForTwoObjectClients(t *testing.T) {
+	store := memStore(t)
+	ob := zlink.NewOptions().SetLocationStore(store)
+	ob.AddRouteMesh("game").SetRoutingID("b").SetObjectRole(routemesh.ObjectClient).Channel("lobby").Client()
+	b := startHost(t, ob).Mesh("game")
+	oa := zlink.NewOptions().SetLocationStore(store)
+	oa.AddRouteMesh("game").SetRoutingID("a").SetObjectRole(routemesh.ObjectClient).
+		Channel("lobby").Client().AddPeer(b.Endpoint(), "")
+	a := startHost(t, oa).Mesh("game")
+
+	waitPeerState(t, a, "b", routemesh.PeerNotRequired)
+	st := status(t, a)
+	if st.CountPeers(routemesh.PeerReady) != 0 || st.CountPeers(routemesh.PeerNotConnected) != 0 {
+		t.Fatalf("NotRequired pair must be neither Ready nor NotConnected: %+v", st.Peers)
+	}
+	// Closed before ready, and not retried for the same configuration: the
+	// handshake count stays put.
+	rejects := st.Counters["handshake_rejects"]
+	time.Sleep(300 * time.Millisecond) // long enough for several backoff retries if there were any
+	if got := status(t, a).Counters["handshake_rejects"]; got != rejects {
+		t.Fatalf("NotRequired intent was retried: rejects %d → %d", rejects, got)
+	}
+	if _, ok := status(t, b).Peer("a"); ok {
+		t.Fatalf("b must not keep a as a peer: %+v", status(t, b).Peers)
+	}
+	// Node direct to an Object Client never dials: NoTarget.
+	if _, err := a.Request(ctxT(t, time.Second), "b", "echo", nil); !errors.Is(err, zlink.ErrNoTarget) {
+		t.Fatalf("request to Object Client: %v, want ErrNoTarget", err)
+	}
+}
+
+func TestContract_Peers_ServerMembershipWithWeightZeroNeedsConnection(t *testing.T) {
+	store := memStore(t)
+	ob := zlink.NewOptions().SetLocationStore(store)
+	ob.AddRouteMesh("game").SetRoutingID("b").SetObjectRole(routemesh.ObjectClient).
+		Channel("match").Server().SetWeight(0)
+	b := startHost(t, ob).Mesh("game")
+	oa := zlink.NewOptions().SetLocationStore(store)
+	oa.AddRouteMesh("game").SetRoutingID("a").SetObjectRole(routemesh.ObjectClient).
+		Channel("lobby").Client().AddPeer(b.Endpoint(), "b")
+	a := startHost(t, oa).Mesh("game")
+	waitPeerState(t, a, "b", routemesh.PeerReady)
+	waitPeerState(t, b, "a", routemesh.PeerReady)
+}
+
+func TestContract_Peers_ChannelClientRolesDoNotCreateNeed(t *testing.T) {
+	// Channel Client roles (and ClientServer / fanout registrations) do not
+	// count as Server membership: two Object Clients stay NotRequired.
+	store := memStore(t)
+	ob := zlink.NewOptions().SetLocationStore(store)
+	ob.AddRouteMesh("game").SetRoutingID("b").SetObjectRole(routemesh.ObjectClient).Channel("match").Client()
+	ob.AddClientServer("login", routemesh.RoleServer)
+	b := startHost(t, ob).Mesh("game")
+	oa := zlink.NewOptions().SetLocationStore(store)
+	oa.AddRouteMesh("game").SetRoutingID("a").SetObjectRole(routemesh.ObjectClient).
+		Channel("match").Client().AddPeer(b.Endpoint(), "b")
+	oa.AddFanout(routemesh.FanoutReg{Channel: "news", Publisher: true})
+	a := startHost(t, oa).Mesh("game")
+	waitPeerState(t, a, "b", routemesh.PeerNotRequired)
+}
+
+func TestContract_Peers_MonitoringSeparatesNotConnectedFromNotRequired(t *testing.T) {
+	store := memStore(t)
+	// A required peer that is not there: NotConnected (a failure).
+	oa := zlink.NewOptions().SetLocationStore(store)
+	dead := "tcp://127.0.0.1:1" // nothing listens on port 1
+	ob := zlink.NewOptions().SetLocationStore(store)
+	ob.AddRouteMesh("game").SetRoutingID("oc").SetObjectRole(routemesh.ObjectClient).Channel("lobby").Client()
+	oc := startHost(t, ob).Mesh("game")
+	oa.AddRouteMesh("game").SetRoutingID("a").SetObjectRole(routemesh.ObjectClient).
+		AddPeer(dead, "ghost").AddPeer(oc.Endpoint(), "oc")
+	a := startHost(t, oa).Mesh("game")
+	waitPeerState(t, a, "ghost", routemesh.PeerNotConnected)
+	waitPeerState(t, a, "oc", routemesh.PeerNotRequired)
+	st := status(t, a)
+	if st.CountPeers(routemesh.PeerNotConnected) != 1 || st.CountPeers(routemesh.PeerNotRequired) != 1 {
+		t.Fatalf("peers %+v", st.Peers)
+	}
+}
+
+func TestContract_Peers_MeshNamesNeverMix(t *testing.T) {
+	// One process, two meshes, same RIDs in each: nothing crosses.
+	o1 := zlink.NewOptions()
+	o1.AddRouteMesh("m1").SetRoutingID("x").ConfigureLiveness(fastLiveness).HandleDirectRequest("echo", echo)
+	o1.AddRouteMesh("m2").SetRoutingID("x").ConfigureLiveness(fastLiveness).HandleDirectRequest("echo", echo)
+	h1 := startHost(t, o1)
+	o2 := zlink.NewOptions()
+	o2.AddRouteMesh("m1").SetRoutingID("y").ConfigureLiveness(fastLiveness).AddPeer(h1.Mesh("m1").Endpoint(), "x")
+	// m2's node dials m1's endpoint by mistake: refused, never ready.
+	o2.AddRouteMesh("m2").SetRoutingID("y").ConfigureLiveness(fastLiveness).AddPeer(h1.Mesh("m1").Endpoint(), "")
+	h2 := startHost(t, o2)
+	waitPeerState(t, h2.Mesh("m1"), "x", routemesh.PeerReady)
+	waitFor(t, "m2 refused by m1", 10*time.Second, func() bool {
+		st := status(t, h2.Mesh("m2"))
+		return len(st.Peers) == 1 && st.Peers[0].State == routemesh.PeerNotConnected && st.Peers[0].LastError != ""
+	})
+	if _, ok := status(t, h1.Mesh("m1")).Peer("y"); !ok {
+		t.Fatalf("m1/x should see m1/y")
+	}
+	if st := status(t, h1.Mesh("m2")); len(st.Peers) != 0 {
+		t.Fatalf("m2/x must have no peers, has %+v", st.Peers)
+	}
+	if _, err := h2.Mesh("m2").Request(ctxT(t, time.Second), "x", "echo", nil); !errors.Is(err, zlink.ErrNoTarget) {
+		t.Fatalf("m2/y → x: %v, want ErrNoTarget", err)
+	}
+	if _, err := h2.Mesh("m1").Request(ctxT(t, 5*time.Second), "x", "echo", nil); err != nil {
+		t.Fatalf("m1/y → m1/x: %v", err)
+	}
+}
+
+func TestPeers_TrustProfile(t *testing.T) {
+	ob := zlink.NewOptions()
+	ob.AddRouteMesh("game").SetRoutingID("b").SetTrust(routemesh.TrustConfig{Secret: []byte("s3cret")}).HandleDirectRequest("echo", echo)
+	b := startHost(t, ob).Mesh("game")
+
+	good := zlink.NewOptions()
+	good.AddRouteMesh("game").SetRoutingID("a").SetTrust(routemesh.TrustConfig{Secret: []byte("s3cret")}).AddPeer(b.Endpoint(), "b")
+	a := startHost(t, good).Mesh("game")
+	waitPeerState(t, a, "b", routemesh.PeerReady)
+
+	for name, secret := range map[string][]byte{"wrong secret": []byte("other"), "no secret": nil} {
+		bad := zlink.NewOptions()
+		bad.AddRouteMesh("game").SetRoutingID("m-"+name[:2]).SetTrust(routemesh.TrustConfig{Secret: secret}).AddPeer(b.Endpoint(), "b")
+		m := startHost(t, bad).Mesh("game")
+		waitPeerState(t, m, "b", routemesh.PeerNotConnected)
+		if _, err := m.Request(ctxT(t, time.Second), "b", "echo", nil); !errors.Is(err, zlink.ErrNoTarget) {
+			t.Fatalf("%s: request %v, want ErrNoTarget", name, err)
+		}
+	}
+	if _, ok := status(t, b).Peer("m-wr"); ok {
+		t.Fatal("b accepted a peer with the wrong secret")
+	}
+}
+
+func TestPeers_ExpectedRIDMismatchFails(t *testing.T) {
+	ob := zlink.NewOptions()
+	ob.AddRouteMesh("game").SetRoutingID("b")
+	b := startHost(t, ob).Mesh("game")
+	oa := zlink.NewOptions()
+	oa.AddRouteMesh("game").SetRoutingID("a").AddPeer(b.Endpoint(), "not-b")
+	a := startHost(t, oa).Mesh("game")
+	waitPeerState(t, a, "not-b", routemesh.PeerNotConnected)
+	if _, ok := status(t, b).Peer("a"); ok {
+		t.Fatal("b accepted a peer that expected another RID")
+	}
+}

@@ -1,0 +1,57 @@
+package test
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+	"time"
+
+	zlink "github.com/zlink-go/zlink"
+	"github.com/zlink-go/zlink/routemesh"
+)
+
+func echo(c *routemesh.Context, p []byte) ([]byte, error) {
+	return append([]byte(c.Packet+":"), p...), nil
+}
+
+// twoNodes starts a listener node b and a node a that dials it (manual).
+func twoNodes(t *testing.T, mesh string) (a, b *routemesh.Node) {
+	t.Helper()
+	ob := zlink.NewOptions()
+	ob.AddRouteMesh(mesh).SetRoutingID("b").ConfigureLiveness(fastLiveness).
+		HandleDirectRequest("echo", echo)
+	hb := startHost(t, ob)
+	b = hb.Mesh(mesh)
+
+	oa := zlink.NewOptions()
+	oa.AddRouteMesh(mesh).SetRoutingID("a").ConfigureLiveness(fastLiveness).
+		AddPeer(b.Endpoint(), "b").HandleDirectRequest("echo", echo)
+	ha := startHost(t, oa)
+	a = ha.Mesh(mesh)
+	waitPeerState(t, a, "b", routemesh.PeerReady)
+	waitPeerState(t, b, "a", routemesh.PeerReady)
+	return a, b
+}
+
+func TestDirect_RequestBothWays(t *testing.T) {
+	a, b := twoNodes(t, "game")
+	out, err := a.Request(ctxT(t, 5*time.Second), "b", "echo", []byte("hi"))
+	if err != nil || !bytes.Equal(out, []byte("echo:hi")) {
+		t.Fatalf("a→b: %q %v", out, err)
+	}
+	out, err = b.Request(ctxT(t, 5*time.Second), "a", "echo", []byte("yo"))
+	if err != nil || !bytes.Equal(out, []byte("echo:yo")) {
+		t.Fatalf("b→a: %q %v", out, err)
+	}
+	// Self: same path, same result.
+	out, err = a.Request(ctxT(t, 5*time.Second), "a", "echo", []byte("me"))
+	if err != nil || !bytes.Equal(out, []byte("echo:me")) {
+		t.Fatalf("a→a: %q %v", out, err)
+	}
+	if _, err := a.Request(ctxT(t, 5*time.Second), "nobody", "echo", nil); !errors.Is(err, zlink.ErrNoTarget) {
+		t.Fatalf("unknown rid: %v, want ErrNoTarget", err)
+	}
+	if _, err := a.Request(ctxT(t, 5*time.Second), "b", "nope", nil); !errors.Is(err, zlink.ErrHandler) && !errors.Is(err, errUnknownPacket) {
+		t.Fatalf("unknown packet: %v", err)
+	}
+}

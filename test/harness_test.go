@@ -1,0 +1,122 @@
+package test
+
+import (
+	"context"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"go.uber.org/goleak"
+
+	zlink "github.com/zlink-go/zlink"
+	"github.com/zlink-go/zlink/routemesh"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, leakOptions()...)
+}
+
+// leakOptions ignores goroutines that zmq4 itself leaks (ZMQ4-NOTES: a
+// reader per connection closed with unread messages, the PUB/connection
+// reapers) and protoactor's process-wide background workers.
+func leakOptions() []goleak.Option {
+	return []goleak.Option{
+		goleak.IgnoreAnyFunction("github.com/go-zeromq/zmq4.(*routerQReader).listen"),
+		goleak.IgnoreAnyFunction("github.com/go-zeromq/zmq4.(*qreader).listen"),
+		goleak.IgnoreAnyFunction("github.com/go-zeromq/zmq4.(*socket).connReaper"),
+		// zmq4 never stops a PUB socket's writer (ZMQ4-NOTES).
+		goleak.IgnoreAnyFunction("github.com/go-zeromq/zmq4.(*pubMWriter).run"),
+		goleak.IgnoreAnyFunction("github.com/go-zeromq/zmq4.(*Conn).read"),
+		goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/actor.(*ActorSystem).Shutdown.func1"),
+		goleak.IgnoreAnyFunction("github.com/lithammer/shortuuid/v4.init.0"),
+		goleak.IgnoreTopFunction("time.Sleep"),
+		// protoactor's dead-letter throttle: ends by itself one second after the last dead letter.
+		goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
+	}
+}
+
+// testLogger writes through t when ZLINK_TEST_LOG is set, else nowhere.
+func testLogger(t *testing.T) zerolog.Logger {
+	if os.Getenv("ZLINK_TEST_LOG") == "" {
+		return zerolog.Nop()
+	}
+	return zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel)
+}
+
+// fastLiveness makes peer loss visible in well under a second.
+var fastLiveness = routemesh.LivenessConfig{Interval: 50 * time.Millisecond, MaxGap: 5, LastHeard: 400 * time.Millisecond}
+
+// startHost starts one process-like host and stops it at cleanup.
+func startHost(t *testing.T, o *zlink.Options) *zlink.Host {
+	t.Helper()
+	o.SetLogger(testLogger(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	h, err := zlink.Start(ctx, o)
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	t.Cleanup(func() { stopHost(t, h) })
+	return h
+}
+
+func stopHost(t *testing.T, h *zlink.Host) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.Stop(ctx); err != nil {
+		t.Errorf("stop: %v", err)
+	}
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// status returns a node's status or fails the test.
+func status(t *testing.T, n *routemesh.Node) routemesh.Status {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := n.Status(ctx)
+	if err != nil {
+		t.Fatalf("status: %v", err)
+	}
+	return st
+}
+
+// waitPeerState waits until node n shows peer rid in state want.
+func waitPeerState(t *testing.T, n *routemesh.Node, rid string, want routemesh.PeerState) {
+	t.Helper()
+	waitFor(t, n.RID()+" sees "+rid+" "+want.String(), 10*time.Second, func() bool {
+		p, ok := status(t, n).Peer(rid)
+		return ok && p.State == want
+	})
+}
+
+// freeEndpoint returns a tcp endpoint on a loopback port that was free.
+func freeEndpoint(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return "tcp://" + l.Addr().String()
+}
+
+func ctxT(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}

@@ -1,0 +1,176 @@
+// Package zlink is the public entry point of ZLink for Go: an options
+// builder for the MeshNodes of one process (RouteMesh), the Location Store
+// and the other topologies, Start, and the running Host.
+//
+//	opts := zlink.NewOptions()
+//	mesh := opts.AddRouteMesh("game-mesh").Listen("tcp://127.0.0.1:7001")
+//	mesh.Channel("match").Server().SetWeight(100).HandleRequest("JoinMatch", joinMatch)
+//	host, err := zlink.Start(ctx, opts) // every startup check happens here
+//	defer host.Stop(ctx)
+//
+// It owns the wiring between packages; the behaviour lives in routemesh/,
+// location/, actors/ and supervisor/. It must not hold any state of its own
+// beyond the Host's handles.
+package zlink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+
+	"github.com/zlink-go/zlink/actors"
+	"github.com/zlink-go/zlink/location"
+	"github.com/zlink-go/zlink/mailbox"
+	"github.com/zlink-go/zlink/routemesh"
+	"github.com/zlink-go/zlink/supervisor"
+	"github.com/zlink-go/zlink/wire"
+)
+
+// The terminal results of a call, matchable with errors.Is (SPEC §7).
+var (
+	ErrNoTarget     = wire.ErrNoTarget
+	ErrTimeout      = wire.ErrTimeout
+	ErrMailboxFull  = mailbox.ErrMailboxFull
+	ErrBusy         = wire.ErrBusy
+	ErrPeerLost     = wire.ErrPeerLost
+	ErrTooLarge     = wire.ErrTooLarge
+	ErrHandler      = wire.ErrHandler
+	ErrCancelled    = wire.ErrCancelled
+	ErrShuttingDown = wire.ErrShuttingDown
+	// ErrConfig matches every startup configuration refusal.
+	ErrConfig = routemesh.ErrConfig
+)
+
+// Options collects the registrations of one process. Nothing is checked
+// until Start.
+type Options struct {
+	meshes       []*routemesh.MeshBuilder
+	clientServer []routemesh.ClientServerReg
+	fanouts      []routemesh.FanoutReg
+	store        location.Store
+	logger       zerolog.Logger
+}
+
+// NewOptions returns empty options with a no-op logger.
+func NewOptions() *Options { return &Options{logger: zerolog.Nop()} }
+
+// AddRouteMesh registers the MeshNode of MeshName name.
+func (o *Options) AddRouteMesh(name string) *routemesh.MeshBuilder {
+	b := routemesh.NewMeshBuilder(name)
+	o.meshes = append(o.meshes, b)
+	return b
+}
+
+// SetLocationStore configures the Location Store explicitly: the Redis store
+// for meshes that span processes, or the in-memory store for several
+// MeshNodes inside this one process.
+func (o *Options) SetLocationStore(s location.Store) *Options { o.store = s; return o }
+
+// SetLogger injects the logger used by every component.
+func (o *Options) SetLogger(l zerolog.Logger) *Options { o.logger = l; return o }
+
+// AddClientServer registers a ClientServer role on channel. One Client and
+// one Server of a name may coexist; a duplicate role fails Start.
+func (o *Options) AddClientServer(channel string, role routemesh.Role) *Options {
+	o.clientServer = append(o.clientServer, routemesh.ClientServerReg{Channel: channel, Role: role})
+	return o
+}
+
+// AddFanout registers a classic fanout registration (publisher or
+// subscriber) for the startup checks.
+func (o *Options) AddFanout(r routemesh.FanoutReg) *Options {
+	o.fanouts = append(o.fanouts, r)
+	return o
+}
+
+// Topology returns the registrations as the validator sees them.
+func (o *Options) Topology() *routemesh.Topology {
+	t := &routemesh.Topology{ClientServer: o.clientServer, Fanouts: o.fanouts, HasLocationStore: o.store != nil}
+	for _, m := range o.meshes {
+		t.Meshes = append(t.Meshes, m.Config())
+	}
+	return t
+}
+
+// Host is a running process: its actor system, its MeshNodes and its tree.
+type Host struct {
+	sys    *actors.System
+	root   *actors.Ref
+	meshes map[string]*routemesh.Node
+	order  []string
+}
+
+// Start validates every registration (a refusal is a *routemesh.ConfigError
+// matching ErrConfig), then starts the actor system and each MeshNode.
+func Start(ctx context.Context, o *Options) (*Host, error) {
+	if err := o.Topology().Validate(); err != nil {
+		return nil, err
+	}
+	sys := actors.NewSystem(actors.Config{Name: "zlink", Logger: o.logger})
+	root, err := sys.Spawn(actors.Spec{
+		Name: "host", Kind: "host", Supervisor: supervisor.DefaultConfig(),
+		Producer: func() actor.Actor { return hostActor{} },
+	})
+	if err != nil {
+		_ = sys.Shutdown(ctx)
+		return nil, fmt.Errorf("zlink: spawn host: %w", err)
+	}
+	h := &Host{sys: sys, root: root, meshes: map[string]*routemesh.Node{}}
+	for _, b := range o.meshes {
+		cfg := b.Config()
+		if isNop(cfg.Logger) {
+			cfg.Logger = o.logger
+		}
+		n, err := routemesh.Start(ctx, cfg, routemesh.Deps{System: sys, Parent: root})
+		if err != nil {
+			_ = h.Stop(context.Background())
+			return nil, err
+		}
+		h.meshes[cfg.Mesh] = n
+		h.order = append(h.order, cfg.Mesh)
+	}
+	return h, nil
+}
+
+func isNop(l zerolog.Logger) bool { return l.GetLevel() == zerolog.Disabled }
+
+// Mesh returns the MeshNode of MeshName name, or nil.
+func (h *Host) Mesh(name string) *routemesh.Node { return h.meshes[name] }
+
+// Meshes returns the MeshNodes in registration order.
+func (h *Host) Meshes() []*routemesh.Node {
+	out := make([]*routemesh.Node, 0, len(h.order))
+	for _, name := range h.order {
+		out = append(out, h.meshes[name])
+	}
+	return out
+}
+
+// Tree returns a copied snapshot of the live supervision tree.
+func (h *Host) Tree() supervisor.Node { return h.sys.Registry().Snapshot() }
+
+// Stop shuts every MeshNode down (SPEC §8), then the actor system.
+// Idempotent.
+func (h *Host) Stop(ctx context.Context) error {
+	var errs []error
+	names := append([]string(nil), h.order...)
+	sort.Strings(names)
+	for _, name := range names {
+		if err := h.meshes[name].Stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := h.sys.Shutdown(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// hostActor is the root of the process's tree.
+type hostActor struct{}
+
+func (hostActor) Receive(actor.Context) {}
