@@ -1,0 +1,46 @@
+# ZLink for Go — developer entry points. `make demo` and `make test` are the
+# two commands a newcomer needs (see README.md).
+
+GO       ?= go
+BIN      := bin/zlink-node
+PKGS     := ./...
+# -race is on by default; CI keeps it.
+RACE     ?= -race
+TESTFLAGS ?= -count=1 -timeout 12m
+
+.PHONY: all build test test-short bench demo lint clean deps
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/node
+
+# deps installs what the tests need when it is missing (redis-server).
+deps:
+	@./scripts/ensure-deps.sh
+
+test: deps
+	$(GO) vet $(PKGS)
+	$(GO) test $(RACE) $(TESTFLAGS) $(PKGS)
+
+# test-short skips nothing but -race, for a quick local loop.
+test-short: deps
+	$(GO) test -count=1 $(PKGS)
+
+# bench prints the side-by-side comparisons (facade vs raw protoactor-go, ...)
+# and then runs the Go benchmarks once.
+bench: build
+	./$(BIN) bench
+	$(GO) test -run '^$$' -bench . -benchtime 2000x -benchmem ./actors/ ./wire/
+
+demo: build
+	./$(BIN) demo
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+clean:
+	rm -rf bin
+	$(GO) clean -testcache
