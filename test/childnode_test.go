@@ -1,0 +1,169 @@
+package test
+
+// A MeshNode in a child process, so fault tests can crash (SIGKILL) or
+// freeze (SIGSTOP) a real peer. The test binary re-executes itself with
+// ZLINK_CHILD_NODE=1; init then runs the node instead of the tests.
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	zlink "github.com/zlink-go/zlink"
+	"github.com/zlink-go/zlink/routemesh"
+)
+
+const childMesh = "game"
+
+func init() {
+	if os.Getenv("ZLINK_CHILD_NODE") == "1" {
+		runChildNode()
+	}
+}
+
+// runChildNode starts a host with RID $ZLINK_CHILD_RID listening on
+// $ZLINK_CHILD_LISTEN, prints "READY <endpoint>", and never returns: it
+// exits when killed or when its stdin closes (the parent test is gone).
+// Handlers: "block" prints "BLOCKED" and blocks forever, "echo" echoes,
+// "pid" returns the pid.
+func runChildNode() {
+	log := zerolog.Nop()
+	if os.Getenv("ZLINK_TEST_LOG") != "" {
+		log = zerolog.New(os.Stderr).Level(zerolog.DebugLevel).With().Int("pid", os.Getpid()).Logger()
+	}
+	forever := make(chan struct{})
+	o := zlink.NewOptions().SetLogger(log)
+	o.AddRouteMesh(childMesh).SetRoutingID(os.Getenv("ZLINK_CHILD_RID")).
+		Listen(os.Getenv("ZLINK_CHILD_LISTEN")).ConfigureLiveness(fastLiveness).
+		HandleDirectRequest("block", func(*routemesh.Context, []byte) ([]byte, error) {
+			fmt.Fprintln(os.Stdout, "BLOCKED")
+			<-forever
+			return nil, nil
+		}).
+		HandleDirectRequest("echo", echo).
+		HandleDirectRequest("pid", func(*routemesh.Context, []byte) ([]byte, error) {
+			return []byte(strconv.Itoa(os.Getpid())), nil
+		})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	h, err := zlink.Start(ctx, o)
+	cancel()
+	if err != nil {
+		fmt.Fprintf(os.Stdout, "FAILED %v\n", err)
+		os.Exit(2)
+	}
+	fmt.Fprintf(os.Stdout, "READY %s\n", h.Mesh(childMesh).Endpoint())
+	_, _ = io.Copy(io.Discard, os.Stdin) // until the parent closes stdin or dies
+	os.Exit(0)
+}
+
+// childNode is a running child process node.
+type childNode struct {
+	cmd      *exec.Cmd
+	endpoint string
+	pid      int
+	stdin    io.Closer
+	waited   chan struct{}
+	lines    chan string // stdout lines after READY (buffered; extra lines dropped)
+}
+
+// startChild runs a child node with rid on listen and waits (with a
+// deadline) for its READY line. It is always killed at cleanup.
+func startChild(t *testing.T, rid, listen string) *childNode {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "ZLINK_CHILD_NODE=1", "ZLINK_CHILD_RID="+rid, "ZLINK_CHILD_LISTEN="+listen)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start child: %v", err)
+	}
+	c := &childNode{cmd: cmd, pid: cmd.Process.Pid, stdin: stdin, waited: make(chan struct{}), lines: make(chan string, 16)}
+	lines := make(chan string, 1)
+	go func() {
+		// Reads until the child's stdout closes (it exits); ends by itself.
+		defer close(c.lines)
+		sc := bufio.NewScanner(stdout)
+		if !sc.Scan() {
+			close(lines)
+			return
+		}
+		lines <- sc.Text()
+		for sc.Scan() {
+			select {
+			case c.lines <- sc.Text():
+			default:
+			}
+		}
+	}()
+	t.Cleanup(func() { c.kill(t) })
+	select {
+	case line, ok := <-lines:
+		ep, found := strings.CutPrefix(line, "READY ")
+		if !ok || !found {
+			t.Fatalf("child %s: no READY line: %q", rid, line)
+		}
+		c.endpoint = ep
+	case <-time.After(20 * time.Second):
+		t.Fatalf("child %s: no READY line within 20s", rid)
+	}
+	return c
+}
+
+// waitLine waits (with a deadline) for the child to print want.
+func (c *childNode) waitLine(t *testing.T, want string) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case l, ok := <-c.lines:
+			if !ok {
+				t.Fatalf("child %d exited before printing %q", c.pid, want)
+			}
+			if l == want {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("child %d did not print %q within 10s", c.pid, want)
+		}
+	}
+}
+
+// kill SIGKILLs the child (also when stopped) and reaps it. Idempotent.
+func (c *childNode) kill(t *testing.T) {
+	t.Helper()
+	select {
+	case <-c.waited:
+		return
+	default:
+	}
+	_ = c.cmd.Process.Kill()
+	_ = c.stdin.Close()
+	_ = c.cmd.Wait() // also closes stdout, which ends the reader goroutine
+	close(c.waited)
+}
+
+// stop freezes the child (SIGSTOP): its sockets stay open, it answers nothing.
+func (c *childNode) stop(t *testing.T) {
+	t.Helper()
+	if err := syscall.Kill(c.pid, syscall.SIGSTOP); err != nil {
+		t.Fatalf("SIGSTOP child: %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(c.pid, syscall.SIGCONT) })
+}
