@@ -125,7 +125,7 @@ func Start(ctx context.Context, o *Options) (*Host, error) {
 		if isNop(cfg.Logger) {
 			cfg.Logger = o.logger
 		}
-		n, err := routemesh.Start(ctx, cfg, routemesh.Deps{System: sys, Parent: root})
+		n, err := routemesh.Start(ctx, cfg, routemesh.Deps{System: sys, Parent: root, Store: o.store})
 		if err != nil {
 			_ = h.Stop(context.Background())
 			return nil, err

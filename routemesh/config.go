@@ -204,9 +204,18 @@ type Config struct {
 	DrainTimeout time.Duration
 	// ShutdownTimeout bounds how long Stop waits for in-flight work. Default 5 s.
 	ShutdownTimeout time.Duration
-	// DescriptorTTL is the lease of this node's descriptor. Default 5 s.
+	// DescriptorTTL is the lease of this node's descriptor in the Location
+	// Store; the owner renews it every DescriptorTTL/3. Default 5 s.
 	DescriptorTTL time.Duration
-	Logger        zerolog.Logger
+	// DiscoveryPoll is how often the discovery actor re-lists descriptors
+	// (besides the store's push hints) to see expiries, recover lost pushes
+	// and converge weights. Default 1 s.
+	DiscoveryPoll time.Duration
+	// InboundGrace is how long an automatic node waits for a peer with a
+	// smaller RID to dial it before monitoring shows that peer NotConnected
+	// instead of Connecting. Default 3 s.
+	InboundGrace time.Duration
+	Logger       zerolog.Logger
 	// HandlerConcurrency is how many handlers of one owner (a Server
 	// channel, or the Node-direct scope) run at once. Default 64; 1 gives
 	// strictly one-at-a-time handling.
@@ -238,6 +247,8 @@ func NewMeshBuilder(name string) *MeshBuilder {
 		DrainTimeout:       10 * time.Second,
 		ShutdownTimeout:    5 * time.Second,
 		DescriptorTTL:      5 * time.Second,
+		DiscoveryPoll:      time.Second,
+		InboundGrace:       3 * time.Second,
 		Logger:             zerolog.Nop(),
 		HandlerConcurrency: 64,
 	}}
@@ -286,6 +297,32 @@ func (b *MeshBuilder) ConfigureLiveness(l LivenessConfig) *MeshBuilder {
 		l.LastHeard = d.LastHeard
 	}
 	b.cfg.Liveness = l
+	return b
+}
+
+// DiscoveryConfig sets the descriptor lease and discovery timing of a
+// MeshNode with a Location Store. Zero fields keep their defaults.
+type DiscoveryConfig struct {
+	// DescriptorTTL is the descriptor lease. Default 5 s.
+	DescriptorTTL time.Duration
+	// Poll is the discovery re-list interval. Default 1 s.
+	Poll time.Duration
+	// InboundGrace is how long a missing inbound connection shows as
+	// Connecting before NotConnected. Default 3 s.
+	InboundGrace time.Duration
+}
+
+// ConfigureDiscovery sets the descriptor lease and discovery timing.
+func (b *MeshBuilder) ConfigureDiscovery(d DiscoveryConfig) *MeshBuilder {
+	if d.DescriptorTTL > 0 {
+		b.cfg.DescriptorTTL = d.DescriptorTTL
+	}
+	if d.Poll > 0 {
+		b.cfg.DiscoveryPoll = d.Poll
+	}
+	if d.InboundGrace > 0 {
+		b.cfg.InboundGrace = d.InboundGrace
+	}
 	return b
 }
 

@@ -15,6 +15,10 @@ type counters struct {
 	lateFrames       atomic.Uint64     // frames from pipes that are not current
 	handshakeRejects atomic.Uint64
 	peersLost        atomic.Uint64
+	discoveryRounds  atomic.Uint64 // discovery re-lists that succeeded
+	discoveryErrors  atomic.Uint64 // discovery re-lists that failed (store unreachable)
+	descriptorPuts   atomic.Uint64 // descriptor writes that succeeded
+	descriptorErrors atomic.Uint64 // descriptor writes or renewals that failed
 }
 
 func (c *counters) result(err error) {
@@ -39,6 +43,10 @@ func (c *counters) snapshot() map[string]uint64 {
 		"late_frames":       c.lateFrames.Load(),
 		"handshake_rejects": c.handshakeRejects.Load(),
 		"peers_lost":        c.peersLost.Load(),
+		"discovery_rounds":  c.discoveryRounds.Load(),
+		"discovery_errors":  c.discoveryErrors.Load(),
+		"descriptor_puts":   c.descriptorPuts.Load(),
+		"descriptor_errors": c.descriptorErrors.Load(),
 	}
 	for i := 1; i < len(c.byCode); i++ {
 		if v := c.byCode[i].Load(); v > 0 {

@@ -3,6 +3,7 @@ package routemesh
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/internal/zguard"
+	"github.com/zlink-go/zlink/location"
 	"github.com/zlink-go/zlink/routemesh/internal/admission"
 	"github.com/zlink-go/zlink/wire"
 )
@@ -64,6 +66,13 @@ type intent struct {
 	since    time.Time
 	waiting  bool // a redial is scheduled
 	authLog  bool // an authentication failure was logged for this attempt series
+	auto     bool // installed by automatic discovery
+	desc     bool // expected values come from a Location Store descriptor
+	removed  bool // withdrawn by discovery: never dialled again
+	// pending is the descriptor matched to a manual endpoint (nil = none),
+	// installed by tryUpgrade once the intent has no connection.
+	pending    *location.Descriptor
+	pendingSet bool
 }
 
 // meshActor owns the MeshNode's topology: handshakes and admission, pipes,
@@ -74,11 +83,12 @@ type meshActor struct {
 	adm     *admission.Machine
 	pipes   map[string]*pipe
 	intents []*intent
+	auto    map[string]*autoPeer // automatic peers this node does not dial
 	stopped bool
 }
 
 func newMeshActor(n *Node) *meshActor {
-	return &meshActor{n: n, pipes: map[string]*pipe{}}
+	return &meshActor{n: n, pipes: map[string]*pipe{}, auto: map[string]*autoPeer{}}
 }
 
 func (m *meshActor) Receive(c actor.Context) {
@@ -117,6 +127,14 @@ func (m *meshActor) Receive(c actor.Context) {
 		c.Respond(true)
 	case *drainMsg:
 		m.announceDrain()
+		c.Respond(true)
+	case *discChange:
+		m.applyChange(msg.c)
+		c.Respond(true)
+	case *discWeights:
+		m.applyDescWeights(msg.descs)
+	case *manualMatch:
+		m.matchManual(msg)
 		c.Respond(true)
 	case *stopMsg:
 		m.stop()
@@ -167,7 +185,7 @@ func (m *meshActor) start() {
 // ---- outbound ----------------------------------------------------------
 
 func (m *meshActor) dial(in *intent) {
-	if m.stopped || in.p != nil || in.state == PeerNotRequired {
+	if m.stopped || in.removed || in.p != nil || in.state == PeerNotRequired {
 		return
 	}
 	if !m.adm.ShouldDial(in.adm) {
@@ -232,7 +250,7 @@ func (m *meshActor) onDialDone(msg *dialDone) {
 	m.pipes[p.id] = p
 	n.goTracked(p.w.run)
 	n.goTracked(func() { n.readDealer(p) })
-	hello := &wire.Hello{Identity: n.identity(), Nonce: newNonce(), ExpectRID: in.cfg.ExpectRID, ConfigGeneration: in.adm.ConfigGeneration}
+	hello := &wire.Hello{Identity: n.identity(), Nonce: newNonce(), ExpectRID: in.adm.ExpectRID, ConfigGeneration: in.adm.ConfigGeneration}
 	p.hello, p.myNonce = hello, hello.Nonce
 	if err := p.sendFrame(&wire.Frame{Type: wire.FrameHello, Hello: hello}); err != nil {
 		m.dropPipe(p, err)
@@ -248,7 +266,7 @@ func (m *meshActor) armHandshakeTimeout(p *pipe) {
 
 // retry schedules the next dial of in with exponential backoff and jitter.
 func (m *meshActor) retry(in *intent, err error) {
-	if m.stopped || in.state == PeerNotRequired || in.waiting {
+	if m.stopped || in.removed || in.state == PeerNotRequired || in.waiting {
 		return
 	}
 	if err != nil {
@@ -587,11 +605,15 @@ func (m *meshActor) dropPipe(p *pipe, reason error) {
 		}
 		n.calls.failPipe(p.id, lost)
 		n.log.Info().Str("peer", l.rid).Str("pipe", p.id).Str("reason", errString(reason)).Msg("peer lost")
+		if ap := m.auto[l.rid]; ap != nil {
+			ap.since = time.Now()
+		}
 		// Intents that were satisfied by this link dial again.
 		for _, in := range m.intents {
 			if in.rid == l.rid && in.p == nil && in.state == PeerReady {
 				in.state = PeerNotConnected
 				in.since = time.Now()
+				m.tryUpgrade(in)
 				m.retry(in, reason)
 			}
 		}
@@ -599,6 +621,7 @@ func (m *meshActor) dropPipe(p *pipe, reason error) {
 	if in := p.intent; in != nil && in.p == p {
 		in.p = nil
 		if in.state != PeerNotRequired {
+			m.tryUpgrade(in)
 			m.retry(in, reason)
 		}
 	}
@@ -627,7 +650,8 @@ func (m *meshActor) status() Status {
 	st := m.n.baseStatus()
 	seen := map[string]bool{}
 	for _, l := range *m.n.links.Load() {
-		ps := PeerStatus{RID: l.rid, State: PeerReady, Outbound: l.p.outbound, Pipe: l.p.id, Since: l.p.started}
+		ps := PeerStatus{RID: l.rid, State: PeerReady, Outbound: l.p.outbound, Pipe: l.p.id, Since: l.p.started,
+			Descriptor: m.descBacked(l.rid)}
 		if l.draining.Load() {
 			ps.State = PeerDraining
 		}
@@ -652,8 +676,27 @@ func (m *meshActor) status() Status {
 			state = PeerNotConnected
 		}
 		st.Peers = append(st.Peers, PeerStatus{RID: rid, State: state, Endpoint: in.cfg.Endpoint,
-			Outbound: true, LastError: errString(in.lastErr), Since: in.since})
+			Outbound: true, LastError: errString(in.lastErr), Since: in.since, Descriptor: in.desc})
 	}
+	for rid, ap := range m.auto {
+		if seen[rid] {
+			continue
+		}
+		ps := PeerStatus{RID: rid, Endpoint: ap.endpoint, Since: ap.since, Descriptor: true}
+		switch {
+		case ap.kind == wantExcluded:
+			ps.State = PeerNotRequired
+		case time.Since(ap.since) < m.n.cfg.InboundGrace:
+			// The peer has the smaller RID and dials us; within the grace
+			// period this is an ordinary connection in progress.
+			ps.State = PeerConnecting
+		default:
+			ps.State = PeerNotConnected
+			ps.LastError = "no inbound connection: the peer has the smaller RID and must dial this node"
+		}
+		st.Peers = append(st.Peers, ps)
+	}
+	sort.Slice(st.Peers, func(i, j int) bool { return st.Peers[i].RID < st.Peers[j].RID })
 	return st
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/internal/zguard"
+	"github.com/zlink-go/zlink/location"
 	"github.com/zlink-go/zlink/mailbox"
 	"github.com/zlink-go/zlink/routemesh/internal/selection"
 	"github.com/zlink-go/zlink/supervisor"
@@ -45,6 +46,12 @@ type Deps struct {
 	System *actors.System
 	// Parent is the host actor the MeshNode is spawned under; nil = top level.
 	Parent *actors.Ref
+	// Store is the explicitly configured Location Store, or nil. With a
+	// store the node publishes its descriptor under a TTL lease (automatic
+	// and manual nodes alike); automatic nodes find their peers through it,
+	// and manual nodes with an object role match their endpoints with
+	// descriptors. Required for automatic topology.
+	Store location.Store
 }
 
 // Node is one running MeshNode. All methods are safe for concurrent use.
@@ -86,11 +93,15 @@ type Node struct {
 	rngMu    sync.Mutex                        // guards rng (a leaf: one pick per call)
 	rng      *rand.Rand                        // weighted selection
 	inflight atomic.Int64                      // admitted inbound messages not yet handled
-	handlers sync.WaitGroup                    // running handler goroutines
+	running  atomic.Int64                      // running handler goroutines
 	drained  atomic.Bool
-	// onRevision, when set (automatic topology), republishes the descriptor
-	// after a weight change or drain. Runs on the mesh actor.
+	// onRevision, when set (a Location Store is configured), republishes
+	// the descriptor after a weight change or drain. Runs on the mesh actor.
 	onRevision func()
+	lease      *lease             // descriptor publisher; nil without a store
+	dctx       context.Context    // discovery and lease; cancelled first on Stop
+	dcancel    context.CancelFunc //
+	disc       *actors.Ref        // discovery actor; nil when not running
 
 	ref    *actors.Ref // mesh:<name>
 	peers  *actors.Ref // peers supervisor
@@ -137,6 +148,7 @@ func Start(ctx context.Context, cfg *Config, deps Deps) (*Node, error) {
 	}
 	n.log = cfg.Logger.With().Str("mesh", cfg.Mesh).Str("rid", n.rid).Logger()
 	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.dctx, n.dcancel = context.WithCancel(context.Background())
 	n.hctx, n.hcancel = context.WithCancel(context.Background())
 	empty := map[string]*link{}
 	n.links.Store(&empty)
@@ -160,6 +172,7 @@ func Start(ctx context.Context, cfg *Config, deps Deps) (*Node, error) {
 	fail := func(err error) (*Node, error) {
 		n.cancel()
 		n.hcancel()
+		n.dcancel()
 		_ = meshRef.Stop(context.Background())
 		return nil, err
 	}
@@ -187,7 +200,9 @@ func Start(ctx context.Context, cfg *Config, deps Deps) (*Node, error) {
 	// Bind the ROUTER through the guarded transport.
 	gcfg := n.guardConfig()
 	gcfg.OnConnClosed = func(ev zguard.ConnEvent) {
-		if ev.Identity != "" {
+		// A connection refused for claiming a live identity is not the
+		// live pipe closing.
+		if ev.Identity != "" && !errors.Is(ev.Reason, zguard.ErrDuplicateIdentity) {
 			_ = n.ref.Tell(&connClosed{id: ev.Identity, reason: ev.Reason})
 		}
 	}
@@ -210,8 +225,43 @@ func Start(ctx context.Context, cfg *Config, deps Deps) (*Node, error) {
 		return fail(fmt.Errorf("zlink: mesh %s: start: %w", cfg.Mesh, err))
 	}
 	n.state.Store(uint32(NodeReady))
+	if deps.Store != nil {
+		if err := n.startStore(ctx, deps.Store); err != nil {
+			n.dcancel()
+			_, _ = meshRef.Request(context.Background(), &stopMsg{})
+			n.goMu.Lock()
+			n.goDone = true
+			n.goMu.Unlock()
+			_ = n.router.Close()
+			n.cancel()
+			n.wg.Wait()
+			return fail(err)
+		}
+	}
 	n.log.Info().Msg("meshnode ready")
 	return n, nil
+}
+
+// startStore publishes the descriptor (after bind, so the endpoint is the
+// real one), starts its lease and, for automatic nodes and manual nodes
+// with an object role and manual endpoints, the discovery actor. A store
+// that is unreachable at start does not fail Start: the lease keeps trying.
+func (n *Node) startStore(ctx context.Context, store location.Store) error {
+	le := newLease(n, store, n.descriptor())
+	d, _ := le.take()
+	published := le.put(ctx, d)
+	n.lease = le
+	n.onRevision = func() { le.set(n.descriptor()) }
+	if !n.goTracked(func() { le.run(n.dctx, published) }) {
+		close(le.done)
+		return wire.ErrShuttingDown
+	}
+	if n.cfg.Automatic() || (n.cfg.ObjectRole != ObjectNone && len(n.cfg.Peers) > 0) {
+		if err := n.startDiscovery(store); err != nil {
+			return fmt.Errorf("zlink: mesh %s: start discovery: %w", n.cfg.Mesh, err)
+		}
+	}
+	return nil
 }
 
 func (n *Node) guardConfig() zguard.Config {
@@ -481,7 +531,7 @@ func (n *Node) deliver(from *link, e *wire.Envelope) error {
 func admissionError(err error) error {
 	var full *mailbox.FullError
 	if errors.As(err, &full) {
-		return fmt.Errorf("%w: %w", wire.ErrBusy, full)
+		return fmt.Errorf("%w: %s", wire.ErrBusy, full.Error()) // ErrBusy only: the same result a remote refusal gives
 	}
 	if errors.Is(err, actors.ErrStopped) {
 		return fmt.Errorf("%w: %w", wire.ErrShuttingDown, err)
@@ -650,16 +700,23 @@ func (n *Node) stop(ctx context.Context) error {
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
+	// Discovery and the lease stop first: no topology change and no
+	// descriptor write after this point; then the descriptor goes.
+	n.dcancel()
+	if n.lease != nil {
+		<-n.lease.done
+		n.lease.remove()
+	}
 	n.calls.failAll(wire.ErrShuttingDown)
 	n.hcancel()
 	// Handlers that honour their context return now; one that does not
 	// cannot be stopped — wait for it only until the deadline, and say so.
-	hdone := make(chan struct{})
-	go func() { n.handlers.Wait(); close(hdone) }()
-	select {
-	case <-hdone:
-	case <-time.After(max(time.Until(deadline), 100*time.Millisecond)):
-		n.log.Warn().Int64("inflight", n.inflight.Load()).Msg("handlers still running at shutdown; they ignore their context")
+	hdeadline := time.Now().Add(max(time.Until(deadline), 100*time.Millisecond))
+	for n.running.Load() > 0 && time.Now().Before(hdeadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if r := n.running.Load(); r > 0 {
+		n.log.Warn().Int64("running", r).Msg("handlers still running at shutdown; they ignore their context")
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()

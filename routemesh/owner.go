@@ -40,9 +40,9 @@ func (o *ownerActor) Receive(c actor.Context) {
 		o.n.inflight.Add(-1)
 		return
 	}
-	o.n.handlers.Add(1)
+	o.n.running.Add(1)
 	go func() {
-		defer o.n.handlers.Done()
+		defer o.n.running.Add(-1)
 		defer func() { <-o.slots }()
 		o.handle(m)
 	}()

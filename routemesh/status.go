@@ -86,6 +86,12 @@ type PeerStatus struct {
 	Pipe      string    `json:"pipe,omitempty"` // identity of the ready pipe (the dialer's socket identity)
 	LastError string    `json:"last_error,omitempty"`
 	Since     time.Time `json:"since"`
+	// Descriptor is true when the peer's expected identity (RID, positive
+	// generation, security identity) comes from its Location Store
+	// descriptor: every automatic peer, and a manual endpoint upgraded to
+	// its descriptor. An endpoint-only manual connection claims no
+	// placement and shows false.
+	Descriptor bool `json:"descriptor,omitempty"`
 }
 
 // ChannelStatus is one ChannelName role of this node.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // TopologyKind names a physical send path a ChannelName can be registered on.
@@ -147,6 +148,9 @@ func (c *Config) validate(hasStore bool) error {
 	}
 	if c.Automatic() && !hasStore {
 		return bad(ErrNeedsLocationStore, "SetRoutingIDPrefix needs a Location Store configured explicitly")
+	}
+	if c.DescriptorTTL < 10*time.Millisecond || c.DiscoveryPoll <= 0 || c.InboundGrace <= 0 {
+		return bad(ErrInvalid, "descriptor TTL below 10ms, or discovery poll / inbound grace not positive")
 	}
 	if c.Automatic() && len(c.Peers) > 0 {
 		return bad(ErrInvalid, "manual peers on an automatic MeshNode")

@@ -1,0 +1,159 @@
+package routemesh
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/zlink-go/zlink/location"
+	"github.com/zlink-go/zlink/wire"
+)
+
+// descriptor is this node's MeshNode descriptor as of now. It runs on the
+// mesh actor (the single writer of revision and weights) or before the
+// mesh actor starts, so revision and weights are read consistently.
+func (n *Node) descriptor() location.Descriptor {
+	servers := n.servers()
+	cp := make(map[string]uint16, len(servers))
+	for k, v := range servers {
+		cp[k] = v
+	}
+	return location.Descriptor{
+		Mesh: n.cfg.Mesh, RID: n.rid, Generation: n.gen, Revision: n.revision.Load(),
+		Endpoint: n.endpoint, Servers: cp, ObjectRole: locationRole(n.cfg.ObjectRole),
+		PlacementWeight: n.cfg.PlacementWeight, SecurityIdentity: n.trust.SecurityIdentity(),
+		Protocol: wire.ProtocolVersion, Draining: n.State() == NodeDraining,
+	}
+}
+
+func locationRole(r ObjectRole) location.ObjectRole {
+	switch r {
+	case ObjectClient:
+		return location.RoleClient
+	case ObjectServer:
+		return location.RoleServer
+	default:
+		return location.RoleNone
+	}
+}
+
+// lease publishes the node's descriptor and keeps its TTL lease alive. One
+// goroutine (run) does every store write, so revisions reach the store in
+// order; the mesh actor hands it new snapshots through set, which never
+// blocks.
+//
+// Write rules: a new snapshot is written with PutDescriptor at once; every
+// TTL/3 the lease is renewed; a renewal that finds the descriptor gone
+// (ErrNotFound: expired during an outage, or Redis restarted empty) writes
+// the whole descriptor again; any failure (store unreachable) keeps trying
+// every TTL/3 with PutDescriptor until one succeeds.
+type lease struct {
+	n     *Node
+	store location.Store
+	ttl   time.Duration
+
+	mu     sync.Mutex // leaf: guards latest and dirty
+	latest location.Descriptor
+	dirty  bool
+
+	kick chan struct{} // capacity 1
+	done chan struct{} // closed when run returns
+}
+
+func newLease(n *Node, store location.Store, d location.Descriptor) *lease {
+	return &lease{n: n, store: store, ttl: n.cfg.DescriptorTTL, latest: d,
+		kick: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+// set replaces the snapshot to publish. Never blocks.
+func (le *lease) set(d location.Descriptor) {
+	le.mu.Lock()
+	le.latest, le.dirty = d, true
+	le.mu.Unlock()
+	select {
+	case le.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (le *lease) take() (location.Descriptor, bool) {
+	le.mu.Lock()
+	defer le.mu.Unlock()
+	d, dirty := le.latest, le.dirty
+	le.dirty = false
+	return d.Clone(), dirty
+}
+
+// op bounds one store call.
+func (le *lease) op(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, max(le.ttl/3, 50*time.Millisecond))
+}
+
+// put writes d and reports success.
+func (le *lease) put(ctx context.Context, d location.Descriptor) bool {
+	octx, cancel := le.op(ctx)
+	defer cancel()
+	err := le.store.PutDescriptor(octx, d, le.ttl)
+	if err != nil {
+		le.n.cnt.descriptorErrors.Add(1)
+		if ctx.Err() == nil {
+			le.n.log.Warn().Err(err).Uint64("revision", d.Revision).Msg("descriptor publish failed; retrying")
+		}
+		return false
+	}
+	le.n.cnt.descriptorPuts.Add(1)
+	return true
+}
+
+// run publishes until ctx ends. published tells whether the store is known
+// to hold the current snapshot (then a renewal is enough).
+func (le *lease) run(ctx context.Context, published bool) {
+	defer close(le.done)
+	tick := time.NewTicker(max(le.ttl/3, time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-le.kick:
+		}
+		d, dirty := le.take()
+		if dirty || !published {
+			published = le.put(ctx, d)
+			if !published && dirty {
+				le.mu.Lock()
+				if le.latest.Revision == d.Revision {
+					le.dirty = true
+				}
+				le.mu.Unlock()
+			}
+			continue
+		}
+		octx, cancel := le.op(ctx)
+		err := le.store.RenewDescriptor(octx, d.Mesh, d.RID, d.Generation, le.ttl)
+		cancel()
+		switch {
+		case err == nil:
+		case errors.Is(err, location.ErrNotFound):
+			// Expired during an outage or the store restarted empty: the
+			// whole descriptor goes back at once.
+			le.n.log.Info().Msg("descriptor gone from the Location Store; republishing")
+			published = le.put(ctx, d)
+		default:
+			le.n.cnt.descriptorErrors.Add(1)
+			published = false
+		}
+	}
+}
+
+// remove deletes the descriptor (Stop); run must have returned.
+func (le *lease) remove() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	d, _ := le.take()
+	if err := le.store.DeleteDescriptor(ctx, d.Mesh, d.RID, d.Generation); err != nil && !errors.Is(err, location.ErrNotFound) {
+		le.n.log.Warn().Err(err).Msg("descriptor delete failed; it expires with its lease")
+	}
+}
