@@ -1,0 +1,245 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	zlink "github.com/zlink-go/zlink"
+	"github.com/zlink-go/zlink/routemesh"
+)
+
+// adminTimeout bounds one status or weight request to the runtime.
+const adminTimeout = 5 * time.Second
+
+// maxDrainTimeout caps the timeout a POST /drain may ask for.
+const maxDrainTimeout = 10 * time.Minute
+
+// weightRequest is the body of POST /weight.
+type weightRequest struct {
+	Mesh    string `json:"mesh,omitempty"`
+	Channel string `json:"channel"`
+	Weight  *int   `json:"weight"`
+}
+
+// weightResponse answers POST /weight.
+type weightResponse struct {
+	Mesh    string `json:"mesh"`
+	Channel string `json:"channel"`
+	Weight  int    `json:"weight"`
+}
+
+// drainRequest is the optional body of POST /drain.
+type drainRequest struct {
+	Timeout string `json:"timeout,omitempty"`
+}
+
+// drainResponse answers POST /drain.
+type drainResponse struct {
+	Drained bool     `json:"drained"`
+	Meshes  []string `json:"meshes"`
+	Error   string   `json:"error,omitempty"`
+}
+
+// errorResponse is every admin error body. Config is true when the
+// request was refused as a configuration error (e.g. weight out of range).
+type errorResponse struct {
+	Error  string `json:"error"`
+	Config bool   `json:"config,omitempty"`
+}
+
+// handler returns the admin API.
+func (a *app) handler() http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(newCollector(a), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /status", a.getStatus)
+	mux.HandleFunc("GET /tree", a.getTree)
+	mux.HandleFunc("POST /weight", a.postWeight)
+	mux.HandleFunc("POST /drain", a.postDrain)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", a.getHealthz)
+	mux.HandleFunc("GET /readyz", a.getReadyz)
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeErr(w http.ResponseWriter, code int, err error) {
+	writeJSON(w, code, errorResponse{Error: err.Error(), Config: errors.Is(err, zlink.ErrConfig)})
+}
+
+func (a *app) meshOr(w http.ResponseWriter, r *http.Request, name string) (*routemesh.Node, bool) {
+	n, err := a.mesh(name)
+	switch {
+	case errors.Is(err, errNotStarted):
+		writeErr(w, http.StatusServiceUnavailable, err)
+		return nil, false
+	case err != nil:
+		writeErr(w, http.StatusNotFound, err)
+		return nil, false
+	}
+	return n, true
+}
+
+// status returns the Status of n with the built-in handler counters added.
+func (a *app) status(ctx context.Context, n *routemesh.Node) (routemesh.Status, error) {
+	ctx, cancel := context.WithTimeout(ctx, adminTimeout)
+	defer cancel()
+	st, err := n.Status(ctx)
+	if err != nil {
+		return st, err
+	}
+	if st.Counters == nil {
+		st.Counters = map[string]uint64{}
+	}
+	if bi := a.bis[n.Mesh()]; bi != nil {
+		for k, v := range bi.counters() {
+			st.Counters[k] = v
+		}
+	}
+	return st, nil
+}
+
+// getStatus serves GET /status[?mesh=NAME] (default: the first mesh).
+func (a *app) getStatus(w http.ResponseWriter, r *http.Request) {
+	n, ok := a.meshOr(w, r, r.URL.Query().Get("mesh"))
+	if !ok {
+		return
+	}
+	st, err := a.status(r.Context(), n)
+	if err != nil {
+		writeErr(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// getTree serves GET /tree: the whole supervision tree of the process.
+func (a *app) getTree(w http.ResponseWriter, _ *http.Request) {
+	h := a.host.Load()
+	if h == nil {
+		writeErr(w, http.StatusServiceUnavailable, errNotStarted)
+		return
+	}
+	writeJSON(w, http.StatusOK, h.Tree())
+}
+
+// postWeight serves POST /weight {"channel":..,"weight":..[,"mesh":..]}.
+func (a *app) postWeight(w http.ResponseWriter, r *http.Request) {
+	var req weightRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
+		writeErr(w, http.StatusBadRequest, fmt.Errorf("weight: body: %w", err))
+		return
+	}
+	if req.Channel == "" || req.Weight == nil {
+		writeErr(w, http.StatusBadRequest, errors.New(`weight: body needs "channel" and "weight"`))
+		return
+	}
+	n, ok := a.meshOr(w, r, req.Mesh)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), adminTimeout)
+	defer cancel()
+	if err := n.SetWeight(ctx, req.Channel, *req.Weight); err != nil {
+		code := http.StatusInternalServerError
+		if errors.Is(err, zlink.ErrConfig) {
+			code = http.StatusBadRequest
+		}
+		writeErr(w, code, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, weightResponse{Mesh: n.Mesh(), Channel: req.Channel, Weight: *req.Weight})
+}
+
+// postDrain serves POST /drain[?timeout=D]: drains every mesh and answers
+// when drained (200) or when the timeout passes (504).
+func (a *app) postDrain(w http.ResponseWriter, r *http.Request) {
+	h := a.host.Load()
+	if h == nil {
+		writeErr(w, http.StatusServiceUnavailable, errNotStarted)
+		return
+	}
+	timeout := r.URL.Query().Get("timeout")
+	if timeout == "" && r.ContentLength > 0 {
+		var req drainRequest
+		if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
+			writeErr(w, http.StatusBadRequest, fmt.Errorf("drain: body: %w", err))
+			return
+		}
+		timeout = req.Timeout
+	}
+	ctx := r.Context()
+	if timeout != "" {
+		d, err := time.ParseDuration(timeout)
+		if err != nil || d <= 0 || d > maxDrainTimeout {
+			writeErr(w, http.StatusBadRequest, fmt.Errorf("drain: timeout %q: want a positive duration up to %s", timeout, maxDrainTimeout))
+			return
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	resp := drainResponse{Drained: true, Meshes: []string{}}
+	for _, n := range h.Meshes() {
+		resp.Meshes = append(resp.Meshes, n.Mesh())
+		if err := n.Drain(ctx); err != nil {
+			resp.Drained = false
+			resp.Error = fmt.Sprintf("mesh %s: %v", n.Mesh(), err)
+			writeJSON(w, http.StatusGatewayTimeout, resp)
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// getHealthz: 200 while the process serves (before and after ready), 503
+// once it is shutting down.
+func (a *app) getHealthz(w http.ResponseWriter, _ *http.Request) {
+	if a.stopping.Load() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "stopping"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// getReadyz: 200 only when every mesh is in state ready (not starting,
+// draining or stopping).
+func (a *app) getReadyz(w http.ResponseWriter, _ *http.Request) {
+	h := a.host.Load()
+	switch {
+	case a.stopping.Load():
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "state": "stopping"})
+		return
+	case h == nil:
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "state": "starting"})
+		return
+	}
+	states := map[string]string{}
+	ready := true
+	for _, n := range h.Meshes() {
+		st := n.State()
+		states[n.Mesh()] = st.String()
+		ready = ready && st == routemesh.NodeReady
+	}
+	code := http.StatusOK
+	if !ready {
+		code = http.StatusServiceUnavailable
+	}
+	writeJSON(w, code, map[string]any{"ready": ready, "meshes": states})
+}

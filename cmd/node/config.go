@@ -1,0 +1,234 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/zlink-go/zlink/routemesh"
+)
+
+// fileConfig is the YAML config file of `run --config`. It holds what the
+// flags hold and more, including several meshes. Unknown keys are an error.
+type fileConfig struct {
+	// Admin is the admin HTTP address. Default 127.0.0.1:0.
+	Admin string `yaml:"admin"`
+	// Location is "none" (default) or redis://HOST:PORT[/DB].
+	Location string `yaml:"location"`
+	// LogLevel is a zerolog level name. Default warn.
+	LogLevel string `yaml:"log_level"`
+	// LogFormat is json or console. Default json.
+	LogFormat string `yaml:"log_format"`
+	// SecretFile is the default trust secret of every mesh.
+	SecretFile string `yaml:"secret_file"`
+	// Meshes are the MeshNodes of this process, one per MeshName.
+	Meshes []meshConfig `yaml:"meshes"`
+}
+
+// meshConfig is one MeshNode.
+type meshConfig struct {
+	Name      string   `yaml:"name"`
+	Listen    string   `yaml:"listen"`
+	Advertise string   `yaml:"advertise"`
+	RID       string   `yaml:"rid"`
+	RIDPrefix string   `yaml:"rid_prefix"`
+	Peers     []string `yaml:"peers"` // ENDPOINT[#RID]
+	// Servers are the Server roles: channel, weight (default 100),
+	// concurrency (default: handler_concurrency).
+	Servers    []serverConfig `yaml:"servers"`
+	Clients    []string       `yaml:"clients"`
+	Object     string         `yaml:"object"` // none|client|server
+	SecretFile string         `yaml:"secret_file"`
+	// HandlerConcurrency is how many handlers of one owner run at once.
+	HandlerConcurrency int             `yaml:"handler_concurrency"`
+	DrainTimeout       time.Duration   `yaml:"drain_timeout"`
+	ShutdownTimeout    time.Duration   `yaml:"shutdown_timeout"`
+	Liveness           *livenessConfig `yaml:"liveness"`
+	Socket             *socketConfig   `yaml:"socket"`
+}
+
+type serverConfig struct {
+	Channel     string `yaml:"channel"`
+	Weight      *int   `yaml:"weight"`
+	Concurrency int    `yaml:"concurrency"`
+}
+
+type livenessConfig struct {
+	Interval  time.Duration `yaml:"interval"`
+	MaxGap    int           `yaml:"max_gap"`
+	LastHeard time.Duration `yaml:"last_heard"`
+}
+
+type socketConfig struct {
+	SendHWM         int           `yaml:"send_hwm"`
+	ReceiveHWM      int           `yaml:"receive_hwm"`
+	MailboxMessages int64         `yaml:"mailbox_messages"`
+	MailboxBytes    int64         `yaml:"mailbox_bytes"`
+	SendTimeout     time.Duration `yaml:"send_timeout"`
+	ReceiveTimeout  time.Duration `yaml:"receive_timeout"`
+}
+
+// loadConfigFile reads a YAML config file strictly (unknown keys fail).
+func loadConfigFile(path string) (*fileConfig, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, usagef("config file: " + err.Error())
+	}
+	return parseConfig(raw, path)
+}
+
+func parseConfig(raw []byte, name string) (*fileConfig, error) {
+	var cfg fileConfig
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+		return nil, usagef(fmt.Sprintf("config file %s: %v", name, err))
+	}
+	return &cfg, nil
+}
+
+// parseServer parses CHANNEL[=WEIGHT].
+func parseServer(s string) (serverConfig, error) {
+	name, w, hasW := strings.Cut(s, "=")
+	if name == "" {
+		return serverConfig{}, usagef(fmt.Sprintf("--server %q: empty channel name", s))
+	}
+	sc := serverConfig{Channel: name}
+	if hasW {
+		v, err := strconv.Atoi(w)
+		if err != nil {
+			return serverConfig{}, usagef(fmt.Sprintf("--server %q: weight must be an integer 0..10000", s))
+		}
+		sc.Weight = &v
+	}
+	return sc, nil
+}
+
+// parsePeer parses ENDPOINT[#RID].
+func parsePeer(s string) (routemesh.PeerConfig, error) {
+	ep, rid, _ := strings.Cut(s, "#")
+	if ep == "" {
+		return routemesh.PeerConfig{}, usagef(fmt.Sprintf("--peer %q: empty endpoint", s))
+	}
+	return routemesh.PeerConfig{Endpoint: ep, ExpectRID: rid}, nil
+}
+
+func parseObjectRole(s string) (routemesh.ObjectRole, error) {
+	switch s {
+	case "", "none":
+		return routemesh.ObjectNone, nil
+	case "client":
+		return routemesh.ObjectClient, nil
+	case "server":
+		return routemesh.ObjectServer, nil
+	}
+	return 0, usagef(fmt.Sprintf("--object %q: want none, client or server", s))
+}
+
+// readSecret reads a trust secret file (surrounding whitespace trimmed).
+func readSecret(path string) ([]byte, error) {
+	if path == "" {
+		return nil, nil
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, usagef("secret file: " + err.Error())
+	}
+	s := bytes.TrimSpace(raw)
+	if len(s) == 0 {
+		return nil, usagef("secret file " + path + " is empty")
+	}
+	return s, nil
+}
+
+// newLogger builds the process logger on w (stderr).
+func newLogger(w io.Writer, level, format string) (zerolog.Logger, error) {
+	if level == "" {
+		level = "warn"
+	}
+	lvl, err := zerolog.ParseLevel(level)
+	if err != nil || lvl == zerolog.NoLevel {
+		return zerolog.Nop(), usagef(fmt.Sprintf("--log-level %q: want trace, debug, info, warn, error or disabled", level))
+	}
+	switch format {
+	case "", "json":
+	case "console":
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}
+	default:
+		return zerolog.Nop(), usagef(fmt.Sprintf("--log-format %q: want json or console", format))
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
+}
+
+// apply registers one mesh on b; handlers are the built-in ones.
+func (m *meshConfig) apply(b *routemesh.MeshBuilder, bi *builtins, defaultSecret []byte) error {
+	if m.Listen != "" {
+		b.Listen(m.Listen)
+	}
+	if m.Advertise != "" {
+		b.SetAdvertiseHost(m.Advertise)
+	}
+	if m.RID != "" {
+		b.SetRoutingID(m.RID)
+	}
+	if m.RIDPrefix != "" {
+		b.SetRoutingIDPrefix(m.RIDPrefix)
+	}
+	for _, p := range m.Peers {
+		pc, err := parsePeer(p)
+		if err != nil {
+			return err
+		}
+		b.AddPeer(pc.Endpoint, pc.ExpectRID)
+	}
+	role, err := parseObjectRole(m.Object)
+	if err != nil {
+		return err
+	}
+	b.SetObjectRole(role)
+	secret := defaultSecret
+	if m.SecretFile != "" {
+		if secret, err = readSecret(m.SecretFile); err != nil {
+			return err
+		}
+	}
+	if secret != nil {
+		b.SetTrust(routemesh.TrustConfig{Secret: secret})
+	}
+	if m.HandlerConcurrency > 0 {
+		b.SetHandlerConcurrency(m.HandlerConcurrency)
+	}
+	b.SetTimeouts(m.DrainTimeout, m.ShutdownTimeout)
+	if l := m.Liveness; l != nil {
+		b.ConfigureLiveness(routemesh.LivenessConfig{Interval: l.Interval, MaxGap: l.MaxGap, LastHeard: l.LastHeard})
+	}
+	if s := m.Socket; s != nil {
+		b.ConfigureRouterSocket(routemesh.SocketConfig{
+			SendHWM: s.SendHWM, ReceiveHWM: s.ReceiveHWM,
+			MailboxMessageBudget: s.MailboxMessages, MailboxByteBudget: s.MailboxBytes,
+			SendTimeout: s.SendTimeout, ReceiveTimeout: s.ReceiveTimeout,
+		})
+	}
+	for _, s := range m.Servers {
+		sb := b.Channel(s.Channel).Server()
+		if s.Weight != nil {
+			sb.SetWeight(*s.Weight)
+		}
+		if s.Concurrency > 0 {
+			sb.SetConcurrency(s.Concurrency)
+		}
+		bi.register(sb, s.Channel)
+	}
+	for _, c := range m.Clients {
+		b.Channel(c).Client()
+	}
+	return nil
+}

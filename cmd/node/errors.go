@@ -1,0 +1,56 @@
+package main
+
+import (
+	"errors"
+	"strings"
+
+	zlink "github.com/zlink-go/zlink"
+)
+
+// Exit statuses.
+const (
+	exitOK      = 0
+	exitFailure = 1 // a runtime failure: a request failed, a drain timed out
+	exitConfig  = 2 // bad flags or a bad configuration
+)
+
+var (
+	// errUsage marks bad flags and bad configuration found by the CLI
+	// itself (the runtime's refusals match zlink.ErrConfig).
+	errUsage = errors.New("zlink: usage")
+	// errSilent ends the process with a failure status and no further
+	// message: the command already printed its result lines.
+	errSilent = errors.New("zlink: failed")
+	// errSpotsUnsupported is the spot command's answer until Spots exist.
+	errSpotsUnsupported = errors.New("spots are not implemented yet")
+)
+
+// usageError is a CLI-level configuration problem, reported with exit 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string        { return e.msg }
+func (e *usageError) Is(target error) bool { return target == errUsage }
+
+func usagef(msg string) error { return &usageError{msg: msg} }
+
+// exitCode maps an error returned by a command to the process status.
+func exitCode(err error) int {
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, errUsage), errors.Is(err, zlink.ErrConfig):
+		return exitConfig
+	default:
+		return exitFailure
+	}
+}
+
+// oneLine keeps an error message on one line of stderr.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+var (
+	errNotStarted  = errors.New("zlink: node not started yet")
+	errUnknownMesh = errors.New("zlink: no such mesh on this node")
+)

@@ -1,0 +1,252 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	zlink "github.com/zlink-go/zlink"
+	"github.com/zlink-go/zlink/routemesh"
+	"github.com/zlink-go/zlink/wire"
+)
+
+type requestFlags struct {
+	location, mesh, channel, packet, data string
+	peers                                 []string
+	count, concurrency                    int
+	timeout, wait                         time.Duration
+	asJSON                                bool
+	seed                                  uint64
+	secretFile, logLevel                  string
+}
+
+// resultLine is one --json result line.
+type resultLine struct {
+	OK        bool    `json:"ok"`
+	RID       string  `json:"rid,omitempty"`
+	Reply     string  `json:"reply,omitempty"`
+	Error     string  `json:"error,omitempty"`
+	Message   string  `json:"message,omitempty"`
+	LatencyMS float64 `json:"latency_ms"`
+}
+
+func newRequestCmd() *cobra.Command {
+	f := &requestFlags{}
+	c := &cobra.Command{
+		Use:   "request (--location URL | --peer ENDPOINT[#RID]...) --mesh NAME --channel CH [flags]",
+		Short: "Start an ephemeral Client-role node and send N requests",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := f.check(); err != nil {
+				return err
+			}
+			return runRequests(cmd.Context(), f, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	fs := c.Flags()
+	fs.StringVar(&f.location, "location", "", "Location Store redis://HOST:PORT[/DB] (automatic topology)")
+	fs.StringArrayVar(&f.peers, "peer", nil, "manual peer ENDPOINT[#RID] (repeatable)")
+	fs.StringVar(&f.mesh, "mesh", defaultMesh, "MeshName")
+	fs.StringVar(&f.channel, "channel", "", "ChannelName (required)")
+	fs.StringVar(&f.packet, "packet", packetEcho, "packet name (echo, sleep, sink or an application packet)")
+	fs.StringVar(&f.data, "data", "", "request payload (for sleep: a duration such as 200ms)")
+	fs.IntVar(&f.count, "count", 1, "number of requests")
+	fs.IntVar(&f.concurrency, "concurrency", 1, "requests in flight at once")
+	fs.DurationVar(&f.timeout, "timeout", 5*time.Second, "timeout of each request")
+	fs.DurationVar(&f.wait, "wait", 10*time.Second, "how long to wait for ready peers before sending")
+	fs.BoolVar(&f.asJSON, "json", false, "print one JSON object per result")
+	fs.Uint64Var(&f.seed, "seed", 0, "weighted-selection seed (0 = random)")
+	fs.StringVar(&f.secretFile, "secret-file", "", "shared-secret file of the trust profile")
+	fs.StringVar(&f.logLevel, "log-level", "error", "log level (logs go to stderr)")
+	return c
+}
+
+func (f *requestFlags) check() error {
+	switch {
+	case (f.location == "") == (len(f.peers) == 0):
+		return usagef("request needs exactly one of --location URL or --peer ENDPOINT[#RID]")
+	case f.channel == "":
+		return usagef("request needs --channel")
+	case f.count < 1:
+		return usagef("--count must be at least 1")
+	case f.concurrency < 1:
+		return usagef("--concurrency must be at least 1")
+	case f.timeout <= 0 || f.wait <= 0:
+		return usagef("--timeout and --wait must be positive")
+	}
+	if f.location != "" && !strings.HasPrefix(f.location, "redis://") {
+		return usagef(fmt.Sprintf("--location %q: want redis://HOST:PORT[/DB]", f.location))
+	}
+	return nil
+}
+
+func runRequests(ctx context.Context, f *requestFlags, stdout, stderr io.Writer) error {
+	log, err := newLogger(stderr, f.logLevel, "json")
+	if err != nil {
+		return err
+	}
+	secret, err := readSecret(f.secretFile)
+	if err != nil {
+		return err
+	}
+	opts := zlink.NewOptions().SetLogger(log)
+	mb := opts.AddRouteMesh(f.mesh).Listen("tcp://127.0.0.1:0")
+	mb.Channel(f.channel).Client()
+	if f.seed != 0 {
+		mb.SetSelectionSeed(f.seed)
+	}
+	if secret != nil {
+		mb.SetTrust(routemesh.TrustConfig{Secret: secret})
+	}
+	for _, p := range f.peers {
+		pc, err := parsePeer(p)
+		if err != nil {
+			return err
+		}
+		mb.AddPeer(pc.Endpoint, pc.ExpectRID)
+	}
+	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if f.location != "" {
+		mb.SetRoutingIDPrefix("request")
+		store, err := openStore(startCtx, f.location)
+		if err != nil {
+			return err
+		}
+		defer store.Close()
+		opts.SetLocationStore(store)
+	}
+	host, err := zlink.Start(startCtx, opts)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, c := context.WithTimeout(context.Background(), 10*time.Second)
+		defer c()
+		_ = host.Stop(sctx)
+	}()
+	node := host.Mesh(f.mesh)
+	if err := waitPeers(ctx, node, len(f.peers), f.wait); err != nil {
+		fmt.Fprintf(stdout, "error %s\n", wire.CodeOf(wire.ErrNoTarget))
+		fmt.Fprintf(stdout, "summary ok=0 errors=%d by_rid=\n", f.count)
+		return err
+	}
+
+	var (
+		mu    sync.Mutex
+		ok    int
+		bad   int
+		byRID = map[string]int{}
+		enc   = json.NewEncoder(stdout)
+	)
+	jobs := make(chan struct{}, f.count)
+	for range f.count {
+		jobs <- struct{}{}
+	}
+	close(jobs)
+	var wg sync.WaitGroup
+	for range min(f.concurrency, f.count) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range jobs {
+				res := oneRequest(ctx, node, f)
+				mu.Lock()
+				if res.OK {
+					ok++
+					byRID[res.RID]++
+				} else {
+					bad++
+				}
+				if f.asJSON {
+					_ = enc.Encode(res)
+				} else if res.OK {
+					fmt.Fprintf(stdout, "ok rid=%s\n", res.RID)
+				} else {
+					fmt.Fprintf(stdout, "error %s\n", res.Error)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	rids := make([]string, 0, len(byRID))
+	for r := range byRID {
+		rids = append(rids, r)
+	}
+	sort.Strings(rids)
+	parts := make([]string, len(rids))
+	for i, r := range rids {
+		parts[i] = r + ":" + strconv.Itoa(byRID[r])
+	}
+	fmt.Fprintf(stdout, "summary ok=%d errors=%d by_rid=%s\n", ok, bad, strings.Join(parts, ","))
+	if bad > 0 {
+		return errSilent
+	}
+	return nil
+}
+
+// oneRequest sends one request (or one sink send) and reports its result.
+func oneRequest(ctx context.Context, node *routemesh.Node, f *requestFlags) resultLine {
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	start := time.Now()
+	var (
+		reply []byte
+		rid   string
+		err   error
+	)
+	if f.packet == packetSink {
+		err = node.SendChannel(ctx, f.channel, f.packet, []byte(f.data))
+		rid = "unknown" // a one-way send does not report its target
+	} else {
+		reply, rid, err = node.CallFrom(ctx, f.channel, f.packet, []byte(f.data))
+	}
+	res := resultLine{LatencyMS: float64(time.Since(start).Microseconds()) / 1000}
+	if err != nil {
+		res.Error = wire.CodeOf(err).String()
+		res.Message = err.Error()
+		return res
+	}
+	res.OK, res.RID, res.Reply = true, rid, string(reply)
+	return res
+}
+
+// waitPeers waits until no peer is still connecting and at least one is
+// ready (or, with manual peers, until every one is ready). At the deadline
+// it proceeds when at least one peer is ready.
+func waitPeers(ctx context.Context, n *routemesh.Node, manual int, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		sctx, cancel := context.WithTimeout(ctx, time.Second)
+		st, err := n.Status(sctx)
+		cancel()
+		if err == nil {
+			ready := st.CountPeers(routemesh.PeerReady)
+			connecting := st.CountPeers(routemesh.PeerConnecting)
+			if (manual > 0 && ready >= manual) || (ready > 0 && connecting == 0) {
+				return nil
+			}
+			if time.Now().After(deadline) {
+				if ready > 0 {
+					return nil
+				}
+				return fmt.Errorf("no ready peer after %s", wait)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}

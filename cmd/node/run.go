@@ -1,0 +1,286 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	zlink "github.com/zlink-go/zlink"
+	"github.com/zlink-go/zlink/location"
+	"github.com/zlink-go/zlink/routemesh"
+)
+
+const (
+	defaultMesh  = "default"
+	defaultAdmin = "127.0.0.1:0"
+	// stopTimeout bounds the graceful drain and the shutdown after a signal.
+	stopTimeout = 30 * time.Second
+)
+
+type runFlags struct {
+	config                            string
+	mesh, listen, advertise           string
+	rid, ridPrefix, location          string
+	peers, servers, clients           []string
+	object, secretFile, admin         string
+	logLevel, logFormat               string
+	meshFlagsSet, adminSet, locSet    bool
+	secretSet, logLevelSet, logFmtSet bool
+}
+
+// meshFlags are the flags that describe the single mesh of a flag-only run.
+var meshFlags = []string{"mesh", "listen", "advertise", "rid", "rid-prefix", "peer", "server", "client", "object"}
+
+func newRunCmd() *cobra.Command {
+	f := &runFlags{}
+	c := &cobra.Command{
+		Use:   "run [--config FILE] [flags]",
+		Short: "Run one node until SIGINT/SIGTERM (drain, then shutdown)",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, n := range meshFlags {
+				f.meshFlagsSet = f.meshFlagsSet || cmd.Flags().Changed(n)
+			}
+			fl := cmd.Flags()
+			f.adminSet, f.locSet, f.secretSet = fl.Changed("admin"), fl.Changed("location"), fl.Changed("secret-file")
+			f.logLevelSet, f.logFmtSet = fl.Changed("log-level"), fl.Changed("log-format")
+			cfg, err := f.resolve()
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runNode(ctx, cfg, cmd)
+		},
+	}
+	fs := c.Flags()
+	fs.StringVar(&f.config, "config", "", "YAML config file (same settings and more, including several meshes)")
+	fs.StringVar(&f.mesh, "mesh", defaultMesh, "MeshName")
+	fs.StringVar(&f.listen, "listen", "tcp://127.0.0.1:0", "ROUTER endpoint to bind")
+	fs.StringVar(&f.advertise, "advertise", "", "host peers should dial when it differs from the bind address")
+	fs.StringVar(&f.rid, "rid", "", "fixed RID (manual topology)")
+	fs.StringVar(&f.ridPrefix, "rid-prefix", "", "RID prefix (automatic topology; requires --location redis://…)")
+	fs.StringVar(&f.location, "location", "none", "Location Store: none or redis://HOST:PORT[/DB]")
+	fs.StringArrayVar(&f.peers, "peer", nil, "manual peer ENDPOINT[#RID] (repeatable)")
+	fs.StringArrayVar(&f.servers, "server", nil, "Server role CHANNEL[=WEIGHT] (repeatable)")
+	fs.StringArrayVar(&f.clients, "client", nil, "Client role CHANNEL (repeatable)")
+	fs.StringVar(&f.object, "object", "none", "object role: none, client or server")
+	fs.StringVar(&f.secretFile, "secret-file", "", "shared-secret file of the trust profile")
+	fs.StringVar(&f.admin, "admin", defaultAdmin, "admin HTTP address")
+	fs.StringVar(&f.logLevel, "log-level", "warn", "log level: trace, debug, info, warn, error, disabled")
+	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or console")
+	return c
+}
+
+// resolve merges the config file and the flags: explicitly set flags win;
+// mesh flags describe the single mesh when the file has none.
+func (f *runFlags) resolve() (*fileConfig, error) {
+	cfg := &fileConfig{}
+	if f.config != "" {
+		var err error
+		if cfg, err = loadConfigFile(f.config); err != nil {
+			return nil, err
+		}
+	}
+	pick := func(dst *string, v string, set bool) {
+		if set || *dst == "" {
+			*dst = v
+		}
+	}
+	pick(&cfg.Admin, f.admin, f.adminSet)
+	pick(&cfg.Location, f.location, f.locSet)
+	pick(&cfg.LogLevel, f.logLevel, f.logLevelSet)
+	pick(&cfg.LogFormat, f.logFormat, f.logFmtSet)
+	pick(&cfg.SecretFile, f.secretFile, f.secretSet)
+	if len(cfg.Meshes) > 0 {
+		if f.meshFlagsSet {
+			return nil, usagef("mesh flags (--mesh, --listen, --server, …) cannot be combined with meshes in --config")
+		}
+		return cfg, nil
+	}
+	m := meshConfig{Name: f.mesh, Listen: f.listen, Advertise: f.advertise, RID: f.rid, RIDPrefix: f.ridPrefix,
+		Peers: f.peers, Clients: f.clients, Object: f.object}
+	for _, s := range f.servers {
+		sc, err := parseServer(s)
+		if err != nil {
+			return nil, err
+		}
+		m.Servers = append(m.Servers, sc)
+	}
+	cfg.Meshes = []meshConfig{m}
+	return cfg, nil
+}
+
+// openStore opens the Location Store named by url ("none" → nil).
+func openStore(ctx context.Context, url string) (location.Store, error) {
+	switch {
+	case url == "" || url == "none":
+		return nil, nil
+	case strings.HasPrefix(url, "redis://"):
+		rc, err := location.ParseRedisURL(url)
+		if err != nil {
+			return nil, usagef("--location: " + err.Error())
+		}
+		s, err := location.NewRedis(ctx, rc)
+		if err != nil {
+			return nil, fmt.Errorf("location store %s: %w", url, err)
+		}
+		return s, nil
+	default:
+		return nil, usagef(fmt.Sprintf("--location %q: want none or redis://HOST:PORT[/DB]", url))
+	}
+}
+
+// runNode starts the node, prints the ready line and serves until ctx ends.
+func runNode(ctx context.Context, cfg *fileConfig, cmd *cobra.Command) error {
+	log, err := newLogger(cmd.ErrOrStderr(), cfg.LogLevel, cfg.LogFormat)
+	if err != nil {
+		return err
+	}
+	secret, err := readSecret(cfg.SecretFile)
+	if err != nil {
+		return err
+	}
+	a := newApp(log)
+	opts := zlink.NewOptions().SetLogger(log)
+	for i := range cfg.Meshes {
+		m := &cfg.Meshes[i]
+		bi := newBuiltins()
+		if err := m.apply(opts.AddRouteMesh(m.Name), bi, secret); err != nil {
+			return err
+		}
+		a.addMesh(m.Name, bi)
+	}
+	// Every configuration check the runtime does happens before anything
+	// binds, so a bad configuration exits 2 without side effects.
+	t := opts.Topology()
+	t.HasLocationStore = cfg.Location != "" && cfg.Location != "none"
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	if _, err := net.ResolveTCPAddr("tcp", cfg.Admin); err != nil {
+		return usagef(fmt.Sprintf("--admin %q: %v", cfg.Admin, err))
+	}
+
+	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	store, err := openStore(startCtx, cfg.Location)
+	if err != nil {
+		return err
+	}
+	if store != nil {
+		defer store.Close()
+		opts.SetLocationStore(store)
+	}
+	ln, err := net.Listen("tcp", cfg.Admin)
+	if err != nil {
+		return fmt.Errorf("admin %s: %w", cfg.Admin, err)
+	}
+	srv := &http.Server{Handler: a.handler(), ReadHeaderTimeout: 5 * time.Second}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error().Err(err).Msg("admin server failed")
+		}
+	}()
+	defer func() {
+		sctx, c := context.WithTimeout(context.Background(), 5*time.Second)
+		defer c()
+		_ = srv.Shutdown(sctx)
+		<-served
+	}()
+
+	host, err := zlink.Start(startCtx, opts)
+	if err != nil {
+		return err
+	}
+	a.started(host)
+	fmt.Fprintln(cmd.OutOrStdout(), readyLine(host, ln.Addr().String()))
+	log.Info().Str("admin", ln.Addr().String()).Msg("node ready")
+
+	<-ctx.Done()
+	return a.shutdown(log)
+}
+
+// readyLine is the one line printed when the node is ready. With several
+// meshes the values are comma-separated in configuration order.
+func readyLine(h *zlink.Host, admin string) string {
+	var names, rids, eps []string
+	for _, n := range h.Meshes() {
+		names = append(names, n.Mesh())
+		rids = append(rids, n.RID())
+		eps = append(eps, n.Endpoint())
+	}
+	return fmt.Sprintf("ready mesh=%s rid=%s endpoint=%s admin=%s",
+		strings.Join(names, ","), strings.Join(rids, ","), strings.Join(eps, ","), admin)
+}
+
+// app is the running node as the admin API sees it.
+type app struct {
+	log      zerolog.Logger
+	names    []string
+	bis      map[string]*builtins
+	host     atomic.Pointer[zlink.Host]
+	stopping atomic.Bool
+}
+
+func newApp(log zerolog.Logger) *app { return &app{log: log, bis: map[string]*builtins{}} }
+
+func (a *app) addMesh(name string, bi *builtins) {
+	a.names = append(a.names, name)
+	a.bis[name] = bi
+}
+
+// started publishes the running host to the handlers.
+func (a *app) started(h *zlink.Host) {
+	for _, n := range h.Meshes() {
+		if bi := a.bis[n.Mesh()]; bi != nil {
+			bi.setRID(n.RID())
+		}
+	}
+	a.host.Store(h)
+}
+
+// shutdown drains every mesh, then stops the host (SIGINT/SIGTERM).
+func (a *app) shutdown(log zerolog.Logger) error {
+	a.stopping.Store(true)
+	h := a.host.Load()
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	for _, n := range h.Meshes() {
+		if err := n.Drain(ctx); err != nil {
+			log.Warn().Str("mesh", n.Mesh()).Err(err).Msg("drain before shutdown did not finish")
+		}
+	}
+	if err := h.Stop(ctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	log.Info().Msg("node stopped")
+	return nil
+}
+
+// mesh returns the MeshNode named name ("" = the first).
+func (a *app) mesh(name string) (*routemesh.Node, error) {
+	h := a.host.Load()
+	if h == nil {
+		return nil, errNotStarted
+	}
+	if name == "" {
+		return h.Meshes()[0], nil
+	}
+	if n := h.Mesh(name); n != nil {
+		return n, nil
+	}
+	return nil, fmt.Errorf("%w: %q", errUnknownMesh, name)
+}
