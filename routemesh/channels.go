@@ -32,7 +32,8 @@ type channelOwner struct {
 	role Role
 	ref  *actors.Ref // Server role only: channel:<name>
 	// last is the last selection decision made by this node on the channel.
-	last atomic.Pointer[Selection]
+	last   atomic.Pointer[Selection]
+	lastAt atomic.Int64 // unix nanos of last
 }
 
 // Selection is the last select-one decision of a channel, for monitoring:
@@ -180,10 +181,14 @@ func (n *Node) channelFor(channel string) (*channelOwner, error) {
 
 // candidates builds the selection input of channel from the target table
 // and the live state of each member.
-func (n *Node) candidates(channel string, buf []selection.Candidate) ([]selection.Candidate, []*link) {
+// buf and lbuf are the caller's (usually stack) buffers.
+func (n *Node) candidates(channel string, buf []selection.Candidate, lbuf []*link) ([]selection.Candidate, []*link) {
 	targets := n.table.Snapshot().ServersShared(channel)
 	links := *n.links.Load()
-	ls := make([]*link, len(targets))
+	ls := lbuf[:0]
+	for range targets {
+		ls = append(ls, nil)
+	}
 	for i, t := range targets {
 		c := selection.Candidate{RID: t.RID, Weight: t.Weight, Local: t.Local}
 		if t.Local {
@@ -209,14 +214,22 @@ func (n *Node) selectOne(channel string) (*link, error) {
 	if err != nil {
 		return nil, err
 	}
-	cands, ls := n.candidates(channel, make([]selection.Candidate, 0, 8))
+	var cbuf [8]selection.Candidate
+	var lbuf [8]*link
+	cands, ls := n.candidates(channel, cbuf[:0], lbuf[:0])
 	n.rngMu.Lock()
-	d := selection.PickOne(cands, n.rng)
+	idx, outcome := selection.Pick(cands, n.rng)
 	n.rngMu.Unlock()
-	co.last.Store(newSelection(d))
-	switch d.Outcome {
+	// The decision report is for monitoring: built at most every few
+	// milliseconds, and always when the call cannot be placed.
+	now := time.Now()
+	if last := co.lastAt.Load(); outcome != selection.Picked || now.UnixNano()-last >= int64(selectionReportEvery) {
+		co.lastAt.Store(now.UnixNano())
+		co.last.Store(newSelection(now, cands, idx, outcome))
+	}
+	switch outcome {
 	case selection.Picked:
-		return ls[d.Index], nil
+		return ls[idx], nil
 	case selection.Busy:
 		return nil, fmt.Errorf("%w: every Server of %s is at capacity", wire.ErrBusy, channel)
 	default:
@@ -224,9 +237,17 @@ func (n *Node) selectOne(channel string) (*link, error) {
 	}
 }
 
-func newSelection(d selection.Decision) *Selection {
-	s := &Selection{At: time.Now(), Outcome: d.Outcome.String(), RID: d.RID, Candidates: make([]Candidate, len(d.Considered))}
-	for i, c := range d.Considered {
+// selectionReportEvery bounds how often a channel's decision report is
+// rebuilt on the call path.
+const selectionReportEvery = 5 * time.Millisecond
+
+func newSelection(at time.Time, cands []selection.Candidate, idx int, outcome selection.Outcome) *Selection {
+	considered := selection.Consider(cands)
+	s := &Selection{At: at, Outcome: outcome.String(), Candidates: make([]Candidate, len(considered))}
+	if idx >= 0 {
+		s.RID = cands[idx].RID
+	}
+	for i, c := range considered {
 		s.Candidates[i] = Candidate{RID: c.RID, Weight: c.Weight}
 		if c.Skip != 0 {
 			s.Candidates[i].Skip = c.Skip.String()
@@ -246,7 +267,7 @@ func (n *Node) Multicast(ctx context.Context, channel, packet string, payload []
 	if _, err := n.channelFor(channel); err != nil {
 		return nil, err
 	}
-	cands, ls := n.candidates(channel, make([]selection.Candidate, 0, 8))
+	cands, ls := n.candidates(channel, make([]selection.Candidate, 0, 8), nil)
 	targets, _ := selection.Multicast(cands)
 	if len(targets) == 0 {
 		return nil, fmt.Errorf("%w: no eligible remote Server on %s", wire.ErrNoTarget, channel)

@@ -247,6 +247,7 @@ func (m *meshActor) onDialDone(msg *dialDone) {
 	p.w = newWriter(n.cfg.Socket.SendHWM, func(b []byte) error {
 		return p.dealer.Send(zmq4.NewMsg(b))
 	}, func(err error) { _ = n.ref.Tell(&pipeFailed{p: p, err: fmt.Errorf("%w: %w", wire.ErrPeerLost, err)}) })
+	p.w.closer = func() { _ = p.dealer.Close() }
 	m.pipes[p.id] = p
 	n.goTracked(p.w.run)
 	n.goTracked(func() { n.readDealer(p) })

@@ -432,8 +432,8 @@ func (n *Node) call(ctx context.Context, l *link, e wire.Envelope) ([]byte, erro
 	if err := ctx.Err(); err != nil {
 		return nil, ctxError(err)
 	}
-	deadline, ok := ctx.Deadline()
-	if !ok {
+	deadline, hasDeadline := ctx.Deadline()
+	if !hasDeadline {
 		deadline = time.Now().Add(DefaultRequestTimeout)
 	}
 	wait := time.Until(deadline)
@@ -458,8 +458,14 @@ func (n *Node) call(ctx context.Context, l *link, e wire.Envelope) ([]byte, erro
 		n.calls.release(p)
 		return r.payload, r.err
 	}
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
+	// A context with a deadline already wakes us; only a call without one
+	// needs a timer of its own (the default timeout).
+	var timeout <-chan time.Time
+	if !hasDeadline {
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+		timeout = timer.C
+	}
 	var r result
 	select {
 	case r = <-p.done:
@@ -469,7 +475,7 @@ func (n *Node) call(ctx context.Context, l *link, e wire.Envelope) ([]byte, erro
 			return nil, ctxError(ctx.Err())
 		}
 		r = <-p.done
-	case <-timer.C:
+	case <-timeout:
 		if n.calls.take(corr) != nil {
 			n.calls.release(p)
 			return nil, fmt.Errorf("%w: no reply from %s within %v", wire.ErrTimeout, l.rid, wait)
@@ -496,10 +502,14 @@ func ctxError(err error) error {
 
 // ---- inbound -----------------------------------------------------------
 
-// inbound is a request or send admitted into an owner's mailbox.
+// inbound is a request or send admitted into an owner's mailbox. It also
+// carries the handler's Context and deadline, so a request costs one
+// allocation here.
 type inbound struct {
 	env  wire.Envelope
 	from *link
+	hc   Context
+	dc   deadlineCtx
 }
 
 // Size is what the owner's byte budget counts.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -52,7 +53,8 @@ func (o *ownerActor) Receive(c actor.Context) {
 func (o *ownerActor) handle(m *inbound) {
 	defer o.n.inflight.Add(-1)
 	e := &m.env
-	hc := &Context{Channel: o.channel, Packet: e.Packet, From: m.from.rid}
+	hc := &m.hc
+	*hc = Context{Channel: o.channel, Packet: e.Packet, From: m.from.rid}
 	switch e.Kind {
 	case wire.KindSend:
 		h := o.sends[e.Packet]
@@ -68,10 +70,10 @@ func (o *ownerActor) handle(m *inbound) {
 			o.n.reply(m.from, wire.ErrorEnvelope(e.Corr, fmt.Errorf("%w: %q", wire.ErrUnknownPacket, e.Packet)))
 			return
 		}
-		ctx, cancel := context.WithTimeout(o.n.hctx, time.Duration(e.TimeoutMs)*time.Millisecond)
-		hc.Context = ctx
+		m.dc.parent, m.dc.deadline = o.n.hctx, time.Now().Add(time.Duration(e.TimeoutMs)*time.Millisecond)
+		hc.Context = &m.dc
 		out, err := o.runRequest(h, hc, e.Payload)
-		cancel()
+		m.dc.release()
 		if err != nil {
 			o.n.reply(m.from, wire.ErrorEnvelope(e.Corr, handlerError(err)))
 			return
@@ -131,3 +133,79 @@ func handlerError(err error) error {
 	}
 	return fmt.Errorf("%w: %w", wire.ErrHandler, err)
 }
+
+// deadlineCtx is a handler's context: the node's handler context plus the
+// caller's deadline. Unlike context.WithTimeout it starts no timer and
+// allocates nothing until a handler asks for Done(); most handlers never do.
+type deadlineCtx struct {
+	parent   context.Context
+	deadline time.Time
+
+	mu         sync.Mutex
+	done       chan struct{}
+	err        error
+	stopTimer  func() bool
+	stopParent func() bool
+}
+
+func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+
+func (c *deadlineCtx) Value(key any) any { return c.parent.Value(key) }
+
+func (c *deadlineCtx) Err() error {
+	c.mu.Lock()
+	err := c.err
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := c.parent.Err(); err != nil {
+		return err
+	}
+	if !time.Now().Before(c.deadline) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+func (c *deadlineCtx) Done() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done != nil {
+		return c.done
+	}
+	c.done = make(chan struct{})
+	if c.err != nil {
+		close(c.done)
+		return c.done
+	}
+	t := time.AfterFunc(time.Until(c.deadline), func() { c.cancel(context.DeadlineExceeded) })
+	c.stopTimer = t.Stop
+	c.stopParent = context.AfterFunc(c.parent, func() { c.cancel(c.parent.Err()) })
+	return c.done
+}
+
+func (c *deadlineCtx) cancel(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return
+	}
+	c.err = err
+	if c.done != nil {
+		close(c.done)
+	}
+}
+
+// release ends the context when the handler returned.
+func (c *deadlineCtx) release() {
+	c.cancel(context.Canceled)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopTimer != nil {
+		c.stopTimer()
+		c.stopParent()
+	}
+}
+
+var _ context.Context = (*deadlineCtx)(nil)

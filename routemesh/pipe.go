@@ -2,6 +2,7 @@ package routemesh
 
 import (
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,8 +75,10 @@ func (p *pipe) close() {
 	p.closeOnce.Do(func() {
 		p.state.Store(uint32(pipeClosed))
 		close(p.closed)
-		p.w.stop()
-		if p.dealer != nil {
+		switch {
+		case p.w != nil:
+			p.w.stop() // the writer closes the DEALER after its last frame
+		case p.dealer != nil:
 			_ = p.dealer.Close()
 		}
 	})
@@ -96,9 +99,12 @@ type writer struct {
 	send    func(frame []byte) error
 	onError func(error)
 	// maxBatch bounds a batch's encoded bytes (the peer's receive limit, at
-	// most 4 MiB) so one batch never exceeds what the peer accepts.
+	// most 1 MiB) so one batch never exceeds what the peer accepts.
 	maxBatch int
-	queued   atomic.Int64 // envelopes waiting, for the tree
+	// closer, when set, runs once the loop has ended (the outbound pipe's
+	// DEALER is closed only after the last frame went out).
+	closer func()
+	queued atomic.Int64 // envelopes waiting, for the tree
 }
 
 func newWriter(hwm int, send func([]byte) error, onError func(error)) *writer {
@@ -109,7 +115,7 @@ func newWriter(hwm int, send func([]byte) error, onError func(error)) *writer {
 		done:     make(chan struct{}),
 		send:     send,
 		onError:  onError,
-		maxBatch: 4 << 20,
+		maxBatch: 1 << 20,
 	}
 }
 
@@ -150,19 +156,36 @@ func (w *writer) control(it outItem) error {
 func (w *writer) stop() { w.once.Do(func() { close(w.quit) }) }
 
 // run is the writer loop; it returns when stopped or when a send fails.
+// When stopped it first flushes what the control lane holds (a Reject or a
+// goodbye queued just before the stop), then runs closer.
 func (w *writer) run() {
 	defer close(w.done)
-	batch := make([]wire.Envelope, 0, 256)
+	defer func() {
+		if w.closer != nil {
+			w.closer()
+		}
+	}()
+	var (
+		batch = make([]wire.Envelope, 0, 256)
+		buf   []byte
+		carry outItem // an item that did not fit the previous batch
+		has   bool
+	)
 	for {
 		var first outItem
-		select {
-		case <-w.quit:
-			return
-		case first = <-w.ctl:
-		case e := <-w.data:
-			first.env = e
+		if has {
+			first, has = carry, false
+		} else {
+			select {
+			case <-w.quit:
+				w.flushControl()
+				return
+			case first = <-w.ctl:
+			case e := <-w.data:
+				first.env = e
+			}
+			w.queued.Add(-1)
 		}
-		w.queued.Add(-1)
 		if first.frame != nil {
 			if !w.write(first.frame) {
 				return
@@ -171,37 +194,73 @@ func (w *writer) run() {
 		}
 		batch = append(batch[:0], first.env)
 		size := first.env.Size()
-		var raw []byte
+		yielded := false
 	fill:
-		for size < w.maxBatch && len(batch) < 4096 {
+		for len(batch) < 4096 {
+			var it outItem
 			select {
-			case it := <-w.ctl:
-				w.queued.Add(-1)
-				if it.frame != nil {
-					raw = it.frame
-					break fill
-				}
-				batch = append(batch, it.env)
-				size += it.env.Size()
+			case it = <-w.ctl:
 			case e := <-w.data:
-				w.queued.Add(-1)
-				batch = append(batch, e)
-				size += e.Size()
+				it.env = e
 			default:
+				// Let callers that are about to submit run once before the
+				// batch is sealed: on a busy node this turns many small
+				// frames into one, at the cost of one scheduler pass.
+				if !yielded && len(batch) < 16 {
+					yielded = true
+					runtime.Gosched()
+					continue
+				}
 				break fill
 			}
+			w.queued.Add(-1)
+			if it.frame != nil || size+it.env.Size() > w.maxBatch {
+				carry, has = it, true
+				break fill
+			}
+			batch = append(batch, it.env)
+			size += it.env.Size()
 		}
-		buf, err := wire.AppendFrame(make([]byte, 0, size+16), &wire.Frame{Type: wire.FrameBatch, Batch: batch})
+		var err error
+		buf, err = wire.AppendFrame(buf[:0], &wire.Frame{Type: wire.FrameBatch, Batch: batch})
 		clear(batch) // drop payload references
 		if err != nil {
 			w.onError(err)
 			return
 		}
-		if !w.write(buf) {
+		// zmq4 sends synchronously, so the buffer is free again here; a
+		// very large one is not kept.
+		ok := w.write(buf)
+		if cap(buf) > 2<<20 {
+			buf = nil
+		}
+		if !ok {
 			return
 		}
-		if raw != nil && !w.write(raw) {
-			return
+	}
+}
+
+// flushControl sends, best effort, what the control lane still holds.
+func (w *writer) flushControl() {
+	var batch []wire.Envelope
+	for i := 0; i < 64; i++ {
+		select {
+		case it := <-w.ctl:
+			w.queued.Add(-1)
+			if it.frame != nil {
+				if !w.write(it.frame) {
+					return
+				}
+				continue
+			}
+			batch = append(batch, it.env)
+		default:
+			i = 64
+		}
+	}
+	if len(batch) > 0 {
+		if b, err := wire.AppendFrame(nil, &wire.Frame{Type: wire.FrameBatch, Batch: batch}); err == nil {
+			_ = w.send(b)
 		}
 	}
 }

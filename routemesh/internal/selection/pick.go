@@ -119,13 +119,32 @@ func skipOne(c Candidate) Skip {
 // some ready, non-draining candidate with weight > 0 was only full, and
 // NoTarget otherwise.
 func PickOne(cands []Candidate, rng *rand.Rand) Decision {
-	d := Decision{Index: -1, Considered: make([]Considered, len(cands))}
+	d := Decision{Considered: Consider(cands)}
+	d.Index, d.Outcome = Pick(cands, rng)
+	if d.Index >= 0 {
+		d.RID = cands[d.Index].RID
+	}
+	return d
+}
+
+// Consider returns why each candidate is or is not eligible for
+// select-one, in candidate order (for monitoring).
+func Consider(cands []Candidate) []Considered {
+	out := make([]Considered, len(cands))
+	for i, c := range cands {
+		out[i] = Considered{RID: c.RID, Weight: c.Weight, Skip: skipOne(c)}
+	}
+	return out
+}
+
+// Pick is PickOne without the per-candidate report: the index chosen (-1
+// when none) and the outcome. It allocates nothing; the hot call path uses
+// it and builds the report only when monitoring asks for one.
+func Pick(cands []Candidate, rng *rand.Rand) (int, Outcome) {
 	var total uint64
 	busy := false
-	for i, c := range cands {
-		s := skipOne(c)
-		d.Considered[i] = Considered{RID: c.RID, Weight: c.Weight, Skip: s}
-		switch {
+	for _, c := range cands {
+		switch s := skipOne(c); {
 		case s == 0:
 			total += uint64(c.Weight)
 		case s == SkipAtCapacity && c.Weight > 0:
@@ -133,20 +152,18 @@ func PickOne(cands []Candidate, rng *rand.Rand) Decision {
 		}
 	}
 	if total == 0 {
-		d.Outcome = NoTarget
 		if busy {
-			d.Outcome = Busy
+			return -1, Busy
 		}
-		return d
+		return -1, NoTarget
 	}
 	r := rng.Uint64N(total)
-	for i, c := range d.Considered {
-		if c.Skip != 0 {
+	for i, c := range cands {
+		if skipOne(c) != 0 {
 			continue
 		}
 		if r < uint64(c.Weight) {
-			d.Index, d.RID, d.Outcome = i, c.RID, Picked
-			return d
+			return i, Picked
 		}
 		r -= uint64(c.Weight)
 	}
