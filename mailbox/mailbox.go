@@ -68,6 +68,8 @@ type Mailbox struct {
 	batch  [batchSize]entry
 	bi, bn int
 	done   int64
+	relN   int64 // processed messages whose budget is not yet released
+	relB   int64 // and their bytes
 
 	invoker    actor.MessageInvoker
 	dispatcher actor.Dispatcher
@@ -174,13 +176,23 @@ func (m *Mailbox) process() {
 	}
 }
 
-// publish adds the processed messages counted locally to the quota.
+// publish gives the quota back what was processed since the last publish:
+// the budget of those messages and the processed count.
 func (m *Mailbox) publish() {
+	if m.relN > 0 {
+		m.q.releaseN(m.relN, m.relB)
+		m.relN, m.relB = 0, 0
+	}
 	if m.done > 0 {
 		m.q.processed.Add(m.done)
 		m.done = 0
 	}
 }
+
+// releaseBatch is how many processed messages the consumer releases at once
+// at most. A processed message may therefore still count against the budget
+// for a few more messages: admission errs on the safe side, never over.
+const releaseBatch = 16
 
 func (m *Mailbox) run() {
 	i, t := 0, m.dispatcher.Throughput()
@@ -256,8 +268,12 @@ func (m *Mailbox) invokeSystem(msg any) (ok bool) {
 func (m *Mailbox) invokeUser(e entry) (ok bool) {
 	defer func() {
 		if e.budgeted {
-			m.q.release(e.size)
+			m.relN++
+			m.relB += e.size
 			m.done++
+			if m.relN >= releaseBatch {
+				m.publish()
+			}
 		} else {
 			m.q.free.Add(-1)
 		}

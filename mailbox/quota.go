@@ -106,7 +106,9 @@ func (q *Quota) Admit(size int64) error {
 		q.msgs.Add(1)
 	} else {
 		q.msgs.Add(1)
-		q.bytes.Add(size)
+		if size != 0 {
+			q.bytes.Add(size)
+		}
 	}
 	return nil
 }
@@ -146,16 +148,26 @@ func (q *Quota) Release(size int64) {
 
 // release gives back the reservation without counting the message as
 // processed; the mailbox publishes its processed count in batches.
-func (q *Quota) release(size int64) {
+func (q *Quota) release(size int64) { q.releaseN(1, size) }
+
+// releaseN gives back n messages and size bytes at once (the mailbox
+// releases in small batches so producer and consumer do not fight over the
+// quota's cache line for every message).
+func (q *Quota) releaseN(n, size int64) {
+	if n <= 0 {
+		return
+	}
 	if size < 0 {
 		size = 0
 	}
 	if q.packed {
-		delta := uint64(1)<<q.shift + uint64(size)
+		delta := uint64(n)<<q.shift + uint64(size)
 		q.word.Add(^(delta - 1))
 	} else {
-		q.msgs.Add(-1)
-		q.bytes.Add(-size)
+		q.msgs.Add(-n)
+		if size != 0 {
+			q.bytes.Add(-size)
+		}
 	}
 }
 
