@@ -2,12 +2,8 @@ package fanout
 
 import (
 	"context"
-	crand "crypto/rand"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -16,6 +12,7 @@ import (
 	"github.com/go-zeromq/zmq4"
 	"github.com/rs/zerolog"
 
+	"github.com/zlink-go/zlink/internal/ident"
 	"github.com/zlink-go/zlink/internal/zguard"
 	"github.com/zlink-go/zlink/location"
 )
@@ -50,9 +47,9 @@ func StartPublisher(ctx context.Context, cfg PublisherConfig) (*Publisher, error
 		return nil, err
 	}
 	zguard.Register()
-	p := &Publisher{cfg: cfg, rid: cfg.RID, gen: newGeneration()}
+	p := &Publisher{cfg: cfg, rid: cfg.RID, gen: ident.Generation()}
 	if p.rid == "" {
-		p.rid = "fpub-" + randHex(6)
+		p.rid = "fpub-" + ident.Hex(6)
 	}
 	var sctx context.Context
 	sctx, p.cancel = context.WithCancel(context.Background())
@@ -67,7 +64,7 @@ func StartPublisher(ctx context.Context, cfg PublisherConfig) (*Publisher, error
 	if err := p.sock.Listen(lep); err != nil {
 		return nil, p.abort(fmt.Errorf("zlink: fanout %s: listen %s: %w", cfg.Channel, cfg.Listen, err))
 	}
-	p.endpoint = advertised(p.sock.Addr(), cfg.AdvertiseHost)
+	p.endpoint = ident.Advertised(p.sock.Addr(), cfg.AdvertiseHost)
 	p.log = cfg.Logger.With().Str("fanout", cfg.Channel).Str("rid", p.rid).Str("endpoint", p.endpoint).Logger()
 	if cfg.Store != nil {
 		if err := cfg.Store.PutPublisher(ctx, p.descriptor(), cfg.TTL); err != nil {
@@ -170,34 +167,3 @@ func (p *Publisher) Close() error {
 // writer, so one goroutine per PUB socket stays blocked forever
 // (ZMQ4-NOTES). It holds no connection and no file descriptor.
 func (p *Publisher) closeSocket() { _ = p.sock.Close() }
-
-// advertised turns a bound address into the endpoint others dial.
-func advertised(addr net.Addr, host string) string {
-	tcp, ok := addr.(*net.TCPAddr)
-	if !ok {
-		return "tcp://" + addr.String()
-	}
-	if host == "" {
-		host = tcp.IP.String()
-		if tcp.IP.IsUnspecified() {
-			host = "127.0.0.1"
-		}
-	}
-	return "tcp://" + net.JoinHostPort(host, strconv.Itoa(tcp.Port))
-}
-
-func newGeneration() uint64 {
-	var b [8]byte
-	for {
-		_, _ = crand.Read(b[:])
-		if g := binary.BigEndian.Uint64(b[:]); g != 0 {
-			return g
-		}
-	}
-}
-
-func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = crand.Read(b)
-	return hex.EncodeToString(b)
-}

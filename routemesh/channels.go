@@ -13,6 +13,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/zlink-go/zlink/actors"
+	"github.com/zlink-go/zlink/internal/ident"
 	"github.com/zlink-go/zlink/routemesh/internal/selection"
 	"github.com/zlink-go/zlink/wire"
 )
@@ -460,7 +461,7 @@ func (h *histogram) snapshot() []LatencyBucket {
 // newRand returns a seeded generator for weighted selection.
 func newRand(seed uint64) *rand.Rand {
 	if seed == 0 {
-		seed = newGeneration()
+		seed = ident.Generation()
 	}
 	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/go-zeromq/zmq4"
 
 	"github.com/zlink-go/zlink/actors"
+	"github.com/zlink-go/zlink/internal/ident"
 	"github.com/zlink-go/zlink/internal/zguard"
 	"github.com/zlink-go/zlink/location"
 	"github.com/zlink-go/zlink/routemesh/internal/admission"
@@ -199,7 +200,7 @@ func (m *meshActor) dial(in *intent) {
 		}
 	}
 	n := m.n
-	id := n.rid + "/" + strconv.FormatUint(n.gen, 16) + "/" + randHex(4)
+	id := n.rid + "/" + strconv.FormatUint(n.gen, 16) + "/" + ident.Hex(4)
 	p := &pipe{id: id, outbound: true, intent: in, node: n, closed: make(chan struct{}), started: time.Now()}
 	p.state.Store(uint32(pipeHandshake))
 	in.p = p
@@ -251,7 +252,7 @@ func (m *meshActor) onDialDone(msg *dialDone) {
 	m.pipes[p.id] = p
 	n.goTracked(p.w.run)
 	n.goTracked(func() { n.readDealer(p) })
-	hello := &wire.Hello{Identity: n.identity(), Nonce: newNonce(), ExpectRID: in.adm.ExpectRID, ConfigGeneration: in.adm.ConfigGeneration}
+	hello := &wire.Hello{Identity: n.identity(), Nonce: ident.Nonce(), ExpectRID: in.adm.ExpectRID, ConfigGeneration: in.adm.ConfigGeneration}
 	p.hello, p.myNonce = hello, hello.Nonce
 	if err := p.sendFrame(&wire.Frame{Type: wire.FrameHello, Hello: hello}); err != nil {
 		m.dropPipe(p, err)
@@ -316,7 +317,7 @@ func (m *meshActor) onHello(msg *inboundHello) {
 		m.reject(p, wire.RejectProtocol, h.Identity.Validate().Error())
 		return
 	}
-	w := &wire.Welcome{Identity: n.identity(), Nonce: newNonce()}
+	w := &wire.Welcome{Identity: n.identity(), Nonce: ident.Nonce()}
 	w.Proof = n.trust.Proof("listener", w.Nonce, h.Nonce, wire.Transcript(h, w)...)
 	p.welcome, p.myNonce = w, w.Nonce
 	if err := p.sendFrame(&wire.Frame{Type: wire.FrameWelcome, Welcome: w}); err != nil {

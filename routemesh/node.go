@@ -2,14 +2,9 @@ package routemesh
 
 import (
 	"context"
-	crand "crypto/rand"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/zlink-go/zlink/actors"
+	"github.com/zlink-go/zlink/internal/ident"
 	"github.com/zlink-go/zlink/internal/zguard"
 	"github.com/zlink-go/zlink/location"
 	"github.com/zlink-go/zlink/mailbox"
@@ -132,14 +128,14 @@ func Start(ctx context.Context, cfg *Config, deps Deps) (*Node, error) {
 	zguard.Register()
 	n := &Node{cfg: cfg, sys: deps.System, calls: newCallTable()}
 	n.state.Store(uint32(NodeStarting))
-	n.gen = newGeneration()
+	n.gen = ident.Generation()
 	n.revision.Store(1)
 	n.rid = cfg.RID
 	switch {
 	case cfg.RIDPrefix != "":
-		n.rid = cfg.RIDPrefix + "-" + randHex(6)
+		n.rid = cfg.RIDPrefix + "-" + ident.Hex(6)
 	case n.rid == "":
-		n.rid = "node-" + randHex(6)
+		n.rid = "node-" + ident.Hex(6)
 	}
 	n.trust = wire.NewTrust(cfg.Trust.Profile, cfg.Trust.Secret)
 	n.recvLimit = uint64(cfg.Socket.MailboxByteBudget)
@@ -215,7 +211,7 @@ func Start(ctx context.Context, cfg *Config, deps Deps) (*Node, error) {
 		_ = n.router.Close()
 		return fail(fmt.Errorf("zlink: mesh %s: listen %s: %w", cfg.Mesh, cfg.Listen, err))
 	}
-	n.endpoint = advertised(n.router.Addr(), cfg.AdvertiseHost)
+	n.endpoint = ident.Advertised(n.router.Addr(), cfg.AdvertiseHost)
 	n.log = n.log.With().Str("endpoint", n.endpoint).Logger()
 	n.goTracked(n.readRouter)
 
@@ -744,41 +740,6 @@ func (n *Node) stop(ctx context.Context) error {
 }
 
 // ---- helpers -----------------------------------------------------------
-
-func newGeneration() uint64 {
-	var b [8]byte
-	for {
-		_, _ = crand.Read(b[:])
-		if g := binary.BigEndian.Uint64(b[:]); g != 0 {
-			return g
-		}
-	}
-}
-
-func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = crand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-func newNonce() (out [16]byte) {
-	_, _ = crand.Read(out[:])
-	return out
-}
-
-func advertised(addr net.Addr, host string) string {
-	tcp, ok := addr.(*net.TCPAddr)
-	if !ok {
-		return "tcp://" + addr.String()
-	}
-	if host == "" {
-		host = tcp.IP.String()
-		if tcp.IP.IsUnspecified() {
-			host = "127.0.0.1"
-		}
-	}
-	return "tcp://" + net.JoinHostPort(host, strconv.Itoa(tcp.Port))
-}
 
 // jitter returns d scaled by a random factor in [0.5, 1.5).
 func jitter(d time.Duration) time.Duration {
