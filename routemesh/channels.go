@@ -29,9 +29,10 @@ var ErrDrainTimeout = errors.New("zlink: drain timed out with work still running
 
 // channelOwner is the runtime side of one ChannelName registration.
 type channelOwner struct {
-	name string
-	role Role
-	ref  *actors.Ref // Server role only: channel:<name>
+	name  string
+	role  Role
+	ref   *actors.Ref // Server role only: channel:<name>
+	track *hungTracker
 	// last is the last selection decision made by this node on the channel.
 	last   atomic.Pointer[Selection]
 	lastAt atomic.Int64 // unix nanos of last
@@ -84,11 +85,13 @@ func (n *Node) startChannels(parent *actors.Ref) error {
 				conc = n.cfg.HandlerConcurrency
 			}
 			slots := make(chan struct{}, conc)
+			co.track = newHungTracker()
+			track := co.track
 			co.ref, err = n.sys.Spawn(actors.Spec{
 				Name: "channel:" + reg.name, Kind: "channel", Parent: sup,
 				MaxMessages: n.cfg.Socket.MailboxMessageBudget, MaxBytes: n.cfg.Socket.MailboxByteBudget,
 				Producer: func() actor.Actor {
-					return &ownerActor{n: n, channel: reg.name, requests: reg.requests, sends: reg.sends, slots: slots}
+					return &ownerActor{n: n, channel: reg.name, requests: reg.requests, sends: reg.sends, slots: slots, track: track}
 				},
 			})
 			if err != nil {
@@ -109,9 +112,14 @@ func (n *Node) servers() map[string]uint16 { return *n.weights.Load() }
 // Server channel of this node.
 func (n *Node) headroom() map[string]uint32 {
 	out := make(map[string]uint32, len(n.channels))
+	paused := n.admitPaused.Load()
 	for name, co := range n.channels {
 		if co.ref != nil {
-			out[name] = quotaHeadroom(co.ref)
+			if paused {
+				out[name] = 0 // refusing new work: callers skip this node
+			} else {
+				out[name] = quotaHeadroom(co.ref)
+			}
 		}
 	}
 	return out
@@ -196,7 +204,7 @@ func (n *Node) candidates(channel string, buf []selection.Candidate, lbuf []*lin
 			c.Ready = true
 			c.Draining = n.State() == NodeDraining
 			if co := n.channels[channel]; co != nil && co.ref != nil {
-				c.Full = quotaHeadroom(co.ref) == 0
+				c.Full = n.admitPaused.Load() || quotaHeadroom(co.ref) == 0
 			}
 			ls[i] = n.self
 		} else if l := links[t.RID]; l != nil {

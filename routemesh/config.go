@@ -220,6 +220,13 @@ type Config struct {
 	// channel, or the Node-direct scope) run at once. Default 64; 1 gives
 	// strictly one-at-a-time handling.
 	HandlerConcurrency int
+	// HungThreshold is how many handlers running past their caller's
+	// deadline make the node stop admitting new work (ErrBusy) until fewer
+	// remain. Default 64; 0 turns the pause off (hung handlers are still
+	// counted and shown in the tree and status).
+	HungThreshold int
+	// HungCheckInterval is how often hung handlers are counted. Default 1 s.
+	HungCheckInterval time.Duration
 	// SelectionSeed seeds weighted selection; 0 = random. Tests set it.
 	SelectionSeed uint64
 
@@ -251,6 +258,8 @@ func NewMeshBuilder(name string) *MeshBuilder {
 		InboundGrace:       3 * time.Second,
 		Logger:             zerolog.Nop(),
 		HandlerConcurrency: 64,
+		HungThreshold:      64,
+		HungCheckInterval:  time.Second,
 	}}
 }
 
@@ -355,6 +364,18 @@ func (b *MeshBuilder) SetConfigGeneration(g uint64) *MeshBuilder {
 func (b *MeshBuilder) SetHandlerConcurrency(n int) *MeshBuilder {
 	if n > 0 {
 		b.cfg.HandlerConcurrency = n
+	}
+	return b
+}
+
+// SetHungDetection sets the hung-handler threshold (0 = never pause
+// admission) and how often hung handlers are counted (0 keeps the default).
+func (b *MeshBuilder) SetHungDetection(threshold int, every time.Duration) *MeshBuilder {
+	if threshold >= 0 {
+		b.cfg.HungThreshold = threshold
+	}
+	if every > 0 {
+		b.cfg.HungCheckInterval = every
 	}
 	return b
 }

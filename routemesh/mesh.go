@@ -96,7 +96,10 @@ func (m *meshActor) Receive(c actor.Context) {
 	switch msg := c.Message().(type) {
 	case *startMsg:
 		m.start()
+		m.hungSweep()
 		c.Respond(true)
+	case *hungCheck:
+		m.hungSweep()
 	case *statusReq:
 		c.Respond(m.status())
 	case *inboundHello:

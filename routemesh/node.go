@@ -90,7 +90,11 @@ type Node struct {
 	rng      *rand.Rand                        // weighted selection
 	inflight atomic.Int64                      // admitted inbound messages not yet handled
 	running  atomic.Int64                      // running handler goroutines
-	drained  atomic.Bool
+	// Hung-handler detection (hung.go).
+	directTrack *hungTracker
+	hung        atomic.Int64 // hung handlers at the last sweep
+	admitPaused atomic.Bool  // too many hung handlers: refuse new work
+	drained     atomic.Bool
 	// onRevision, when set (a Location Store is configured), republishes
 	// the descriptor after a weight change or drain. Runs on the mesh actor.
 	onRevision func()
@@ -180,11 +184,12 @@ func Start(ctx context.Context, cfg *Config, deps Deps) (*Node, error) {
 		return fail(err)
 	}
 	directSlots := make(chan struct{}, cfg.HandlerConcurrency)
+	n.directTrack = newHungTracker()
 	if n.direct, err = n.sys.Spawn(actors.Spec{
 		Name: "direct", Kind: "owner", Parent: meshRef,
 		MaxMessages: cfg.Socket.MailboxMessageBudget, MaxBytes: cfg.Socket.MailboxByteBudget,
 		Producer: func() actor.Actor {
-			return &ownerActor{n: n, requests: cfg.directRequests, sends: cfg.directSends, slots: directSlots}
+			return &ownerActor{n: n, requests: cfg.directRequests, sends: cfg.directSends, slots: directSlots, track: n.directTrack}
 		},
 	}); err != nil {
 		return fail(err)
@@ -322,6 +327,7 @@ func (n *Node) baseStatus() Status {
 		State: n.State(), Endpoint: n.endpoint, ObjectRole: n.cfg.ObjectRole.String(),
 		Peers: []PeerStatus{}, Channels: n.channelStatus(), Counters: n.cnt.snapshot(),
 		Latency: n.lat.snapshot(), Drained: n.drained.Load(), Inflight: n.inflight.Load(),
+		Hung: n.hung.Load(), AdmissionPaused: n.admitPaused.Load(),
 	}
 }
 
@@ -516,7 +522,11 @@ func (m *inbound) Size() int { return m.env.Size() }
 // local one, so both callers see the same terminal result.
 func (n *Node) deliver(from *link, e *wire.Envelope) error {
 	owner, err := n.ownerFor(e.Channel)
-	if err == nil {
+	if err == nil && n.admitPaused.Load() {
+		err = fmt.Errorf("%w: admission paused: %d handlers are hung", wire.ErrBusy, n.hung.Load())
+		owner = nil
+	}
+	if owner != nil {
 		n.inflight.Add(1)
 		err = owner.Tell(&inbound{env: *e, from: from})
 		if err != nil {

@@ -24,6 +24,7 @@ type ownerActor struct {
 	requests map[string]RequestHandler
 	sends    map[string]SendHandler
 	slots    chan struct{} // shared across restarts: running handlers
+	track    *hungTracker  // shared across restarts: running handlers' deadlines
 }
 
 func (o *ownerActor) Receive(c actor.Context) {
@@ -63,7 +64,9 @@ func (o *ownerActor) handle(m *inbound) {
 			return
 		}
 		hc.Context = o.n.hctx
+		k := o.track.start(time.Now().Add(DefaultRequestTimeout))
 		o.runSend(h, hc, e.Payload)
+		o.track.end(k)
 	case wire.KindRequest:
 		h := o.requests[e.Packet]
 		if h == nil {
@@ -72,7 +75,9 @@ func (o *ownerActor) handle(m *inbound) {
 		}
 		m.dc.parent, m.dc.deadline = o.n.hctx, time.Now().Add(time.Duration(e.TimeoutMs)*time.Millisecond)
 		hc.Context = &m.dc
+		k := o.track.start(m.dc.deadline)
 		out, err := o.runRequest(h, hc, e.Payload)
+		o.track.end(k)
 		m.dc.release()
 		if err != nil {
 			o.n.reply(m.from, wire.ErrorEnvelope(e.Corr, handlerError(err)))

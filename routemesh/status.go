@@ -118,6 +118,11 @@ type Status struct {
 	Latency    []LatencyBucket   `json:"latency"`
 	Drained    bool              `json:"drained,omitempty"`
 	Inflight   int64             `json:"inflight"`
+	// Hung is the number of handlers running past their caller's deadline
+	// at the last sweep; AdmissionPaused is true while the node refuses new
+	// work because Hung reached the configured threshold.
+	Hung            int64 `json:"hung"`
+	AdmissionPaused bool  `json:"admission_paused"`
 }
 
 // Peer returns the status of the peer with rid, if any.

@@ -1,0 +1,105 @@
+package routemesh
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Hung-handler detection (SPEC §13, after the CUBRID broker's hang check):
+// a handler still running past its caller's deadline is "hung". Each owner
+// counts its own, the tree shows the count on the owner, and when the node
+// holds HungThreshold or more hung handlers it stops admitting new work
+// (callers get ErrBusy) and says so in status — it never kills live work.
+// Admission resumes by itself once the count drops below the threshold.
+
+// hungTracker is the set of running handlers of one owner with their
+// deadlines: a small leaf structure (mutex inside), shared across restarts.
+type hungTracker struct {
+	mu      sync.Mutex
+	seq     uint64
+	running map[uint64]time.Time
+	hung    atomic.Int64 // last count, for status
+}
+
+func newHungTracker() *hungTracker { return &hungTracker{running: map[uint64]time.Time{}} }
+
+// start records a handler that must end by deadline and returns its key.
+func (h *hungTracker) start(deadline time.Time) uint64 {
+	h.mu.Lock()
+	h.seq++
+	k := h.seq
+	h.running[k] = deadline
+	h.mu.Unlock()
+	return k
+}
+
+// end forgets a handler that returned.
+func (h *hungTracker) end(k uint64) {
+	h.mu.Lock()
+	delete(h.running, k)
+	h.mu.Unlock()
+}
+
+// overdue counts the handlers past their deadline at now.
+func (h *hungTracker) overdue(now time.Time) int {
+	h.mu.Lock()
+	n := 0
+	for _, d := range h.running {
+		if now.After(d) {
+			n++
+		}
+	}
+	h.mu.Unlock()
+	h.hung.Store(int64(n))
+	return n
+}
+
+type hungCheck struct{}
+
+// hungSweep runs on the mesh actor: count hung handlers per owner, publish
+// them in the tree, pause or resume admission, and schedule the next sweep.
+func (m *meshActor) hungSweep() {
+	n := m.n
+	if m.stopped {
+		return
+	}
+	now := time.Now()
+	total := 0
+	for _, o := range n.owners() {
+		c := o.track.overdue(now)
+		total += c
+		n.sys.Registry().SetHung(o.path, c)
+	}
+	n.hung.Store(int64(total))
+	limit := n.cfg.HungThreshold
+	switch paused := n.admitPaused.Load(); {
+	case limit > 0 && total >= limit && !paused:
+		n.admitPaused.Store(true)
+		n.log.Warn().Int("hung", total).Int("threshold", limit).Msg("admission paused: too many hung handlers")
+	case paused && (limit <= 0 || total < limit):
+		n.admitPaused.Store(false)
+		n.log.Info().Int("hung", total).Msg("admission resumed")
+	}
+	ref := n.ref
+	time.AfterFunc(n.cfg.HungCheckInterval, func() { _ = ref.Tell(&hungCheck{}) })
+}
+
+// ownerInfo names one owner's tracker and tree path.
+type ownerInfo struct {
+	path  string
+	track *hungTracker
+}
+
+func (n *Node) owners() []ownerInfo {
+	out := make([]ownerInfo, 0, len(n.channels)+1)
+	if n.direct != nil {
+		out = append(out, ownerInfo{path: n.direct.Path(), track: n.directTrack})
+	}
+	for _, co := range n.channels {
+		if co.ref != nil {
+			out = append(out, ownerInfo{path: co.ref.Path(), track: co.track})
+		}
+	}
+	return out
+}
