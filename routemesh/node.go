@@ -94,6 +94,7 @@ type Node struct {
 	directTrack *hungTracker
 	hung        atomic.Int64 // hung handlers at the last sweep
 	admitPaused atomic.Bool  // too many hung handlers: refuse new work
+	callsClosed atomic.Bool  // Stop has failed every pending call
 	drained     atomic.Bool
 	// onRevision, when set (a Location Store is configured), republishes
 	// the descriptor after a weight change or drain. Runs on the mesh actor.
@@ -460,6 +461,18 @@ func (n *Node) call(ctx context.Context, l *link, e wire.Envelope) ([]byte, erro
 		n.calls.release(p)
 		return r.payload, r.err
 	}
+	// The pipe may have been dropped (and its calls failed) between the
+	// target lookup and our registration, or the node may have failed every
+	// pending call for shutdown: then nobody else will end this one.
+	if lost, down := l.p != nil && l.p.getState() == pipeClosed, n.callsClosed.Load(); lost || down {
+		if n.calls.take(corr) != nil {
+			n.calls.release(p)
+			if down {
+				return nil, wire.ErrShuttingDown
+			}
+			return nil, fmt.Errorf("%w: %s: connection closed", wire.ErrPeerLost, l.rid)
+		}
+	}
 	// A context with a deadline already wakes us; only a call without one
 	// needs a timer of its own (the default timeout).
 	var timeout <-chan time.Time
@@ -723,6 +736,7 @@ func (n *Node) stop(ctx context.Context) error {
 		<-n.lease.done
 		n.lease.remove()
 	}
+	n.callsClosed.Store(true)
 	n.calls.failAll(wire.ErrShuttingDown)
 	n.hcancel()
 	// Handlers that honour their context return now; one that does not

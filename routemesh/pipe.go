@@ -160,6 +160,7 @@ func (w *writer) stop() { w.once.Do(func() { close(w.quit) }) }
 // goodbye queued just before the stop), then runs closer.
 func (w *writer) run() {
 	defer close(w.done)
+	defer w.stop() // after a send failure, new submits fail fast
 	defer func() {
 		if w.closer != nil {
 			w.closer()

@@ -31,7 +31,6 @@ func leakOptions() []goleak.Option {
 		goleak.IgnoreAnyFunction("github.com/go-zeromq/zmq4.(*Conn).read"),
 		goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/actor.(*ActorSystem).Shutdown.func1"),
 		goleak.IgnoreAnyFunction("github.com/lithammer/shortuuid/v4.init.0"),
-		goleak.IgnoreTopFunction("time.Sleep"),
 		// protoactor's dead-letter throttle: ends by itself one second after the last dead letter.
 		goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
 	}
@@ -78,6 +77,20 @@ func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// holdsFor checks a negative property over an observation window: cond
+// must stay true for all of d (e.g. "no retry happens"). It is not a
+// synchronisation wait: nothing waits for it to become true.
+func holdsFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if !cond() {
+			t.Fatalf("%s stopped holding", what)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
