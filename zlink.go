@@ -23,6 +23,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/zlink-go/zlink/actors"
+	"github.com/zlink-go/zlink/fanout"
 	"github.com/zlink-go/zlink/location"
 	"github.com/zlink-go/zlink/mailbox"
 	"github.com/zlink-go/zlink/routemesh"
@@ -51,6 +52,8 @@ type Options struct {
 	meshes       []*routemesh.MeshBuilder
 	clientServer []routemesh.ClientServerReg
 	fanouts      []routemesh.FanoutReg
+	publishers   []fanout.PublisherConfig
+	subscribers  []fanout.SubscriberConfig
 	store        location.Store
 	logger       zerolog.Logger
 }
@@ -87,9 +90,32 @@ func (o *Options) AddFanout(r routemesh.FanoutReg) *Options {
 	return o
 }
 
+// AddFanoutPublisher registers a classic fanout publisher that Start runs.
+// With a Location Store configured (here or in cfg.Store) it is automatic:
+// it publishes a fanout publisher descriptor; it never dials anything.
+func (o *Options) AddFanoutPublisher(cfg fanout.PublisherConfig) *Options {
+	o.publishers = append(o.publishers, cfg)
+	return o
+}
+
+// AddFanoutSubscriber registers a classic fanout subscriber that Start
+// runs: automatic (publisher descriptors of its channel from the Location
+// Store) or manual (cfg.Endpoints), never both.
+func (o *Options) AddFanoutSubscriber(cfg fanout.SubscriberConfig) *Options {
+	o.subscribers = append(o.subscribers, cfg)
+	return o
+}
+
 // Topology returns the registrations as the validator sees them.
 func (o *Options) Topology() *routemesh.Topology {
-	t := &routemesh.Topology{ClientServer: o.clientServer, Fanouts: o.fanouts, HasLocationStore: o.store != nil}
+	fanouts := append([]routemesh.FanoutReg(nil), o.fanouts...)
+	for _, p := range o.publishers {
+		fanouts = append(fanouts, routemesh.FanoutReg{Channel: p.Channel, Publisher: true, Automatic: p.Store != nil || o.store != nil})
+	}
+	for _, s := range o.subscribers {
+		fanouts = append(fanouts, routemesh.FanoutReg{Channel: s.Channel, Automatic: s.Automatic, Endpoints: s.Endpoints})
+	}
+	t := &routemesh.Topology{ClientServer: o.clientServer, Fanouts: fanouts, HasLocationStore: o.store != nil}
 	for _, m := range o.meshes {
 		t.Meshes = append(t.Meshes, m.Config())
 	}
@@ -98,10 +124,12 @@ func (o *Options) Topology() *routemesh.Topology {
 
 // Host is a running process: its actor system, its MeshNodes and its tree.
 type Host struct {
-	sys    *actors.System
-	root   *actors.Ref
-	meshes map[string]*routemesh.Node
-	order  []string
+	sys         *actors.System
+	root        *actors.Ref
+	meshes      map[string]*routemesh.Node
+	order       []string
+	publishers  map[string]*fanout.Publisher
+	subscribers map[string]*fanout.Subscriber
 }
 
 // Start validates every registration (a refusal is a *routemesh.ConfigError
@@ -119,7 +147,8 @@ func Start(ctx context.Context, o *Options) (*Host, error) {
 		_ = sys.Shutdown(ctx)
 		return nil, fmt.Errorf("zlink: spawn host: %w", err)
 	}
-	h := &Host{sys: sys, root: root, meshes: map[string]*routemesh.Node{}}
+	h := &Host{sys: sys, root: root, meshes: map[string]*routemesh.Node{},
+		publishers: map[string]*fanout.Publisher{}, subscribers: map[string]*fanout.Subscriber{}}
 	for _, b := range o.meshes {
 		cfg := b.Config()
 		if isNop(cfg.Logger) {
@@ -133,8 +162,61 @@ func Start(ctx context.Context, o *Options) (*Host, error) {
 		h.meshes[cfg.Mesh] = n
 		h.order = append(h.order, cfg.Mesh)
 	}
+	if err := h.startFanout(ctx, o); err != nil {
+		_ = h.Stop(context.Background())
+		return nil, err
+	}
 	return h, nil
 }
+
+// startFanout starts the fanout registrations and shows each in the tree
+// under /host (they are independent of every MeshNode).
+func (h *Host) startFanout(ctx context.Context, o *Options) error {
+	reg := h.sys.Registry()
+	for _, cfg := range o.publishers {
+		if cfg.Store == nil {
+			cfg.Store = o.store
+		}
+		if isNop(cfg.Logger) {
+			cfg.Logger = o.logger
+		}
+		p, err := fanout.StartPublisher(ctx, cfg)
+		if err != nil {
+			return fmt.Errorf("zlink: fanout publisher %s: %w", cfg.Channel, err)
+		}
+		h.publishers[cfg.Channel] = p
+		path := h.root.Path() + "/fanout:" + cfg.Channel + "/publisher"
+		_ = reg.Add(h.root.Path()+"/fanout:"+cfg.Channel, h.root.Path(), "fanout", nil)
+		_ = reg.Add(path, h.root.Path()+"/fanout:"+cfg.Channel, "publisher", nil)
+		reg.SetState(h.root.Path()+"/fanout:"+cfg.Channel, supervisor.Running)
+		reg.SetState(path, supervisor.Running)
+	}
+	for _, cfg := range o.subscribers {
+		if cfg.Automatic && cfg.Store == nil {
+			cfg.Store = o.store
+		}
+		if isNop(cfg.Logger) {
+			cfg.Logger = o.logger
+		}
+		s, err := fanout.StartSubscriber(ctx, cfg)
+		if err != nil {
+			return fmt.Errorf("zlink: fanout subscriber %s: %w", cfg.Channel, err)
+		}
+		h.subscribers[cfg.Channel] = s
+		path := h.root.Path() + "/fanout:" + cfg.Channel + "/subscriber"
+		_ = reg.Add(h.root.Path()+"/fanout:"+cfg.Channel, h.root.Path(), "fanout", nil)
+		_ = reg.Add(path, h.root.Path()+"/fanout:"+cfg.Channel, "subscriber", nil)
+		reg.SetState(h.root.Path()+"/fanout:"+cfg.Channel, supervisor.Running)
+		reg.SetState(path, supervisor.Running)
+	}
+	return nil
+}
+
+// Publisher returns the fanout publisher of channel, or nil.
+func (h *Host) Publisher(channel string) *fanout.Publisher { return h.publishers[channel] }
+
+// Subscriber returns the fanout subscriber of channel, or nil.
+func (h *Host) Subscriber(channel string) *fanout.Subscriber { return h.subscribers[channel] }
 
 func isNop(l zerolog.Logger) bool { return l.GetLevel() == zerolog.Disabled }
 
@@ -163,6 +245,18 @@ func (h *Host) Stop(ctx context.Context) error {
 		if err := h.meshes[name].Stop(ctx); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	for ch, s := range h.subscribers {
+		if err := s.Close(); err != nil {
+			errs = append(errs, err)
+		}
+		h.sys.Registry().Remove(h.root.Path() + "/fanout:" + ch)
+	}
+	for ch, p := range h.publishers {
+		if err := p.Close(); err != nil {
+			errs = append(errs, err)
+		}
+		h.sys.Registry().Remove(h.root.Path() + "/fanout:" + ch)
 	}
 	if err := h.sys.Shutdown(ctx); err != nil {
 		errs = append(errs, err)
