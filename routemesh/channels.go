@@ -2,7 +2,6 @@ package routemesh
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sort"
@@ -17,15 +16,6 @@ import (
 	"github.com/zlink-go/zlink/routemesh/internal/selection"
 	"github.com/zlink-go/zlink/wire"
 )
-
-// ErrNoChannelRole is returned when a node starts a call on a ChannelName it
-// registered no role for (reference 004 §4: a role is needed to start calls
-// on a channel; Node direct needs none).
-var ErrNoChannelRole = errors.New("zlink: no Client or Server role for this ChannelName")
-
-// ErrDrainTimeout is returned by Drain when submitted work did not finish
-// within the drain timeout. The node stays draining.
-var ErrDrainTimeout = errors.New("zlink: drain timed out with work still running")
 
 // channelOwner is the runtime side of one ChannelName registration.
 type channelOwner struct {

@@ -23,6 +23,15 @@ var (
 	ErrUnknownChannel       = errors.New("zlink: no Server role for this ChannelName on this MeshNode")
 )
 
+// ErrNoChannelRole is returned when a node starts a call on a ChannelName it
+// registered no role for (reference 004 §4: a role is needed to start calls
+// on a channel; Node direct needs none).
+var ErrNoChannelRole = errors.New("zlink: no Client or Server role for this ChannelName")
+
+// ErrDrainTimeout is returned by Drain when submitted work did not finish
+// within the drain timeout. The node stays draining.
+var ErrDrainTimeout = errors.New("zlink: drain timed out with work still running")
+
 // ConfigError names the mesh and channel a configuration refusal is about.
 type ConfigError struct {
 	Mesh    string // MeshName, "" when the rule is not about one mesh
