@@ -66,7 +66,6 @@ type intent struct {
 	lastErr  error
 	since    time.Time
 	waiting  bool // a redial is scheduled
-	authLog  bool // an authentication failure was logged for this attempt series
 	auto     bool // installed by automatic discovery
 	desc     bool // expected values come from a Location Store descriptor
 	removed  bool // withdrawn by discovery: never dialled again
@@ -86,10 +85,13 @@ type meshActor struct {
 	intents []*intent
 	auto    map[string]*autoPeer // automatic peers this node does not dial
 	stopped bool
+	// authLogged remembers endpoint+generation pairs whose authentication
+	// failure was logged, so each is logged once.
+	authLogged map[string]struct{}
 }
 
 func newMeshActor(n *Node) *meshActor {
-	return &meshActor{n: n, pipes: map[string]*pipe{}, auto: map[string]*autoPeer{}}
+	return &meshActor{n: n, pipes: map[string]*pipe{}, auto: map[string]*autoPeer{}, authLogged: map[string]struct{}{}}
 }
 
 func (m *meshActor) Receive(c actor.Context) {
@@ -498,12 +500,18 @@ func (m *meshActor) onReject(p *pipe, r *wire.Reject) {
 func (m *meshActor) logReject(p *pipe, reason wire.RejectReason, detail string, remote bool) {
 	ev := m.n.log.Debug()
 	if reason == wire.RejectAuth {
-		if in := p.intent; in != nil {
-			if in.authLog {
-				return
-			}
-			in.authLog = true
+		endpoint := p.remote.Endpoint
+		if p.intent != nil {
+			endpoint = p.intent.cfg.Endpoint
 		}
+		key := endpoint + "#" + strconv.FormatUint(p.remote.Generation, 16)
+		if _, seen := m.authLogged[key]; seen {
+			return
+		}
+		if len(m.authLogged) >= 4096 { // bounded: a flood of forged identities cannot grow it
+			clear(m.authLogged)
+		}
+		m.authLogged[key] = struct{}{}
 		ev = m.n.log.Warn()
 	}
 	ev.Str("pipe", p.id).Str("peer", p.remote.RID).Stringer("reason", reason).

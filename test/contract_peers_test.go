@@ -4,10 +4,15 @@ package test
 // topology, over real ZeroMQ sockets on 127.0.0.1.
 
 import (
+	"bytes"
 	"errors"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	zlink "github.com/zlink-go/zlink"
 	"github.com/zlink-go/zlink/location"
@@ -210,4 +215,41 @@ func TestPeers_ExpectedRIDMismatchFails(t *testing.T) {
 	if _, ok := status(t, b).Peer("a"); ok {
 		t.Fatal("b accepted a peer that expected another RID")
 	}
+}
+
+func TestPeers_AuthFailureLoggedOncePerEndpointAndGeneration(t *testing.T) {
+	ob := zlink.NewOptions()
+	ob.AddRouteMesh("game").SetRoutingID("b").SetTrust(routemesh.TrustConfig{Secret: []byte("right")})
+	b := startHost(t, ob).Mesh("game")
+	// a has the wrong secret: it refuses b's proof on every attempt and
+	// keeps redialing with backoff (one endpoint, one generation of b).
+	var logs lockedBuffer
+	oa := zlink.NewOptions()
+	oa.AddRouteMesh("game").SetRoutingID("a").SetTrust(routemesh.TrustConfig{Secret: []byte("wrong")}).
+		AddPeer(b.Endpoint(), "b").SetLogger(zerolog.New(&logs).Level(zerolog.WarnLevel))
+	a := startHost(t, oa).Mesh("game")
+	waitFor(t, "several refused attempts", 10*time.Second, func() bool {
+		return status(t, a).Counters["handshake_rejects"] >= 3
+	})
+	if n := strings.Count(logs.String(), "handshake refused"); n != 1 {
+		t.Fatalf("a logged %d authentication failures for one endpoint and generation, want 1:\n%s", n, logs.String())
+	}
+}
+
+// lockedBuffer is a goroutine-safe log sink.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
