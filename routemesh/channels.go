@@ -324,8 +324,12 @@ func (m *meshActor) applyWeight(msg *setWeight) {
 		next[k] = v
 	}
 	next[msg.channel] = msg.weight
-	rev := n.revision.Add(1)
+	// Weights first, then the revision: a heartbeat built concurrently reads
+	// the revision before the weights, so it can never pair the new
+	// revision with the old weights (peers would then refuse the real
+	// update as not newer).
 	n.weights.Store(&next)
+	rev := n.revision.Add(1)
 	n.table.Apply(selection.Member{RID: n.rid, Generation: n.gen, Revision: rev, Servers: next, Local: true})
 	up := wire.Envelope{Kind: wire.KindWeightUpdate, Generation: n.gen, Revision: rev, Servers: next}
 	for _, l := range *n.links.Load() {

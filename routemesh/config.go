@@ -70,8 +70,10 @@ type SocketConfig struct {
 	// SendHWM is the number of envelopes a peer's outbound queue holds before
 	// new sends to that peer fail with ErrBusy. Default 1000.
 	SendHWM int
-	// ReceiveHWM is the number of envelopes read from a peer and not yet
-	// handed to their owner before the reader stops reading. Default 1000.
+	// ReceiveHWM is kept for the RouteMesh configuration contract, but there
+	// is no per-peer receive queue for it to bound: the reader hands every
+	// envelope to its owner at once, and the owner's mailbox budgets admit
+	// or refuse it (ErrBusy). Default 1000.
 	ReceiveHWM int
 	// MailboxMessageBudget is the message budget of each owner (channel
 	// server, Node-direct owner). Default 10000.

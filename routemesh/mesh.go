@@ -34,9 +34,10 @@ type (
 		done chan struct{} // closed once applied (outbound pipes)
 	}
 	dialDone struct {
-		in  *intent
-		p   *pipe
-		err error
+		in     *intent
+		p      *pipe
+		dealer zmq4.Socket // the dialed socket (nil on error); owned by the mesh actor from here on
+		err    error
 	}
 	pipeFailed struct {
 		p   *pipe
@@ -223,13 +224,16 @@ func (m *meshActor) dial(in *intent) {
 		d := zmq4.NewDealer(zguard.WithConfig(n.ctx, gcfg), zmq4.WithID(zmq4.SocketIdentity(id)),
 			zmq4.WithDialerMaxRetries(0), zmq4.WithDialerTimeout(n.cfg.Socket.ReceiveTimeout))
 		err := d.Dial(ep)
+		var dealer zmq4.Socket
 		if err != nil {
 			_ = d.Close()
 		} else {
-			p.dealer = d
+			dealer = d
 		}
-		if terr := n.ref.Tell(&dialDone{in: in, p: p, err: err}); terr != nil && err == nil {
-			_ = d.Close()
+		// The pipe's fields belong to the mesh actor: the socket travels in
+		// the message and is attached (or closed) there.
+		if terr := n.ref.Tell(&dialDone{in: in, p: p, dealer: dealer, err: err}); terr != nil && dealer != nil {
+			_ = dealer.Close()
 		}
 	})
 	if !ok {
@@ -239,16 +243,21 @@ func (m *meshActor) dial(in *intent) {
 
 func (m *meshActor) onDialDone(msg *dialDone) {
 	p, in := msg.p, msg.in
-	if msg.err != nil || m.stopped || in.p != p {
-		if msg.err == nil {
-			p.close()
+	// A dial that is no longer wanted (stopped, intent withdrawn or
+	// replaced, pipe already closed) only closes its socket.
+	if msg.err != nil || m.stopped || in.removed || in.p != p || p.getState() == pipeClosed {
+		if msg.dealer != nil {
+			_ = msg.dealer.Close()
 		}
 		if in.p == p {
 			in.p = nil
 		}
-		m.retry(in, msg.err)
+		if !in.removed {
+			m.retry(in, msg.err)
+		}
 		return
 	}
+	p.dealer = msg.dealer
 	n := m.n
 	p.w = newWriter(n.cfg.Socket.SendHWM, func(b []byte) error {
 		return p.dealer.Send(zmq4.NewMsg(b))
@@ -582,7 +591,12 @@ func (m *meshActor) publish(edit func(map[string]*link)) {
 // pipe it was dials again with backoff.
 func (m *meshActor) dropPipe(p *pipe, reason error) {
 	if m.pipes[p.id] != p {
+		// Not registered yet (a dial in flight): mark it closed so the dial
+		// result is discarded, and free the intent.
 		p.close()
+		if in := p.intent; in != nil && in.p == p {
+			in.p = nil
+		}
 		return
 	}
 	n := m.n
@@ -653,7 +667,8 @@ func (m *meshActor) heartbeat(seq uint64) wire.Envelope { return m.n.heartbeat(s
 // set (so a lost weight update converges without a Location Store), the
 // drain flag and the admission headroom of every Server channel.
 func (n *Node) heartbeat(seq uint64) wire.Envelope {
-	return wire.Envelope{Kind: wire.KindHeartbeat, Generation: n.gen, Revision: n.revision.Load(),
+	rev := n.revision.Load() // before the weights: see applyWeight
+	return wire.Envelope{Kind: wire.KindHeartbeat, Generation: n.gen, Revision: rev,
 		Servers: n.servers(), Headroom: n.headroom(), Draining: n.State() == NodeDraining, Seq: seq}
 }
 

@@ -350,9 +350,10 @@ func (n *Node) channelStatus() []ChannelStatus {
 
 // identity is what this node states in handshakes.
 func (n *Node) identity() wire.Identity {
+	rev := n.revision.Load() // before the weights: see applyWeight
 	servers := n.servers()
 	return wire.Identity{
-		Mesh: n.cfg.Mesh, RID: n.rid, Generation: n.gen, Revision: n.revision.Load(),
+		Mesh: n.cfg.Mesh, RID: n.rid, Generation: n.gen, Revision: rev,
 		ObjectRole: uint8(n.cfg.ObjectRole), Servers: servers,
 		SecurityIdentity: n.trust.SecurityIdentity(), Endpoint: n.endpoint,
 		Protocol: wire.ProtocolVersion, Capabilities: requiredCaps, RecvLimit: n.recvLimit,
@@ -578,11 +579,17 @@ func (n *Node) ownerFor(channel string) (*actors.Ref, error) {
 	return nil, fmt.Errorf("%w: %w: %s", wire.ErrNoTarget, ErrUnknownChannel, channel)
 }
 
-// reply sends a reply or error envelope back to the caller's link.
+// reply sends a reply or error envelope back to the caller's link. A reply
+// larger than the caller's stated receive limit is refused here (the call
+// ends ErrTooLarge): sending it would make the caller's transport close the
+// whole connection.
 func (n *Node) reply(to *link, e wire.Envelope) {
 	if to.p == nil {
 		n.complete(n.rid, &e)
 		return
+	}
+	if err := wire.CheckLimit(e.Size(), to.recvLimit); err != nil {
+		e = wire.ErrorEnvelope(e.Corr, fmt.Errorf("reply: %w", err))
 	}
 	_ = to.p.w.control(outItem{env: e})
 }

@@ -55,3 +55,30 @@ func TestDirect_RequestBothWays(t *testing.T) {
 		t.Fatalf("unknown packet: %v", err)
 	}
 }
+
+// A reply larger than the caller's stated receive limit ends that call with
+// ErrTooLarge at the replying side; the connection and every other call on
+// it are unaffected.
+func TestDirect_OversizedReplyIsRefusedNotSent(t *testing.T) {
+	ob := zlink.NewOptions()
+	ob.AddRouteMesh("game").SetRoutingID("b").ConfigureLiveness(fastLiveness).
+		HandleDirectRequest("big", func(*routemesh.Context, []byte) ([]byte, error) { return make([]byte, 1<<20), nil }).
+		HandleDirectRequest("echo", echo)
+	b := startHost(t, ob).Mesh("game")
+	oa := zlink.NewOptions()
+	oa.AddRouteMesh("game").SetRoutingID("a").ConfigureLiveness(fastLiveness).
+		ConfigureRouterSocket(routemesh.SocketConfig{MailboxByteBudget: 64 << 10}).AddPeer(b.Endpoint(), "b")
+	a := startHost(t, oa).Mesh("game")
+	waitPeerState(t, a, "b", routemesh.PeerReady)
+	before, _ := status(t, a).Peer("b")
+	if _, err := a.Request(ctxT(t, 5*time.Second), "b", "big", nil); !errors.Is(err, zlink.ErrTooLarge) {
+		t.Fatalf("1 MiB reply to a 64 KiB receiver: %v, want ErrTooLarge", err)
+	}
+	if out, err := a.Request(ctxT(t, 5*time.Second), "b", "echo", []byte("x")); err != nil || string(out) != "echo:x" {
+		t.Fatalf("the next call: %q %v", out, err)
+	}
+	st := status(t, a)
+	if after, _ := st.Peer("b"); after.Pipe != before.Pipe || st.Counters["peers_lost"] != 0 {
+		t.Fatalf("the connection was lost over an oversized reply: pipe %s → %s, peers_lost=%d", before.Pipe, after.Pipe, st.Counters["peers_lost"])
+	}
+}
