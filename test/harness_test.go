@@ -2,8 +2,10 @@ package test
 
 import (
 	"context"
+	"math/rand/v2"
 	"net"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -117,15 +119,25 @@ func waitPeerState(t *testing.T, n *routemesh.Node, rid string, want routemesh.P
 	})
 }
 
-// freeEndpoint returns a tcp endpoint on a loopback port that was free.
+// freeEndpoint returns a tcp endpoint on a loopback port that was free, for
+// a node that must bind a known port (both sides of a pair naming each
+// other, a restart on the same endpoint). The port comes from below the
+// kernel's ephemeral range (ip_local_port_range, 32768–60999 by default):
+// a port taken from inside it can be handed to an outgoing connection's
+// source port — e.g. our own dial towards it — before we bind it.
 func freeEndpoint(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for i := 0; i < 200; i++ {
+		port := 20000 + rand.IntN(12000)
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue
+		}
+		_ = l.Close()
+		return "tcp://127.0.0.1:" + strconv.Itoa(port)
 	}
-	defer l.Close()
-	return "tcp://" + l.Addr().String()
+	t.Fatal("no free loopback port below the ephemeral range")
+	return ""
 }
 
 func ctxT(t *testing.T, d time.Duration) context.Context {
