@@ -61,6 +61,7 @@ type demo struct {
 	gw       *demoNode
 	results  []string
 	failed   bool
+	names    map[string]string // RID → demo name
 }
 
 func (d *demo) say(format string, args ...any) { fmt.Fprintf(d.w, format+"\n", args...) }
@@ -77,22 +78,22 @@ func (d *demo) check(step string, ok bool, detail string) {
 
 var demoLiveness = routemesh.LivenessConfig{Interval: 100 * time.Millisecond, MaxGap: 5, LastHeard: time.Second}
 
-func (d *demo) start(ctx context.Context, name string, weight int, peers []*demoNode) (*demoNode, error) {
+func (d *demo) start(ctx context.Context, name string, weight int) (*demoNode, error) {
 	log, err := newLogger(d.errw, d.logLevel, "console")
 	if err != nil {
 		return nil, err
 	}
 	opts := zlink.NewOptions().SetLogger(log).SetLocationStore(d.store)
-	mb := opts.AddRouteMesh(demoMesh).SetRoutingID(name).ConfigureLiveness(demoLiveness)
+	// Automatic topology over the in-memory Location Store: every node
+	// publishes its descriptor and the discovery actors connect them.
+	mb := opts.AddRouteMesh(demoMesh).SetRoutingIDPrefix(name).ConfigureLiveness(demoLiveness).
+		ConfigureDiscovery(routemesh.DiscoveryConfig{DescriptorTTL: 2 * time.Second, Poll: 100 * time.Millisecond})
 	var bi *builtins
 	if weight >= 0 {
 		bi = newBuiltins()
 		bi.register(mb.Channel(demoChannel).Server().SetWeight(weight), demoChannel)
 	} else {
 		mb.Channel(demoChannel).Client().SetSelectionSeed(20240601)
-	}
-	for _, p := range peers {
-		mb.AddPeer(p.node.Endpoint(), p.name)
 	}
 	h, err := zlink.Start(ctx, opts)
 	if err != nil {
@@ -102,6 +103,10 @@ func (d *demo) start(ctx context.Context, name string, weight int, peers []*demo
 	if bi != nil {
 		bi.setRID(n.RID())
 	}
+	if d.names == nil {
+		d.names = map[string]string{}
+	}
+	d.names[n.RID()] = name
 	return &demoNode{name: name, weight: weight, host: h, node: n}, nil
 }
 
@@ -119,20 +124,20 @@ func (d *demo) run(ctx context.Context) (err error) {
 		}
 	}()
 
-	d.say("zlink-node demo: mesh %q, channel %q, in-memory Location Store, manual topology", demoMesh, demoChannel)
+	d.say("zlink-node demo: mesh %q, channel %q, in-memory Location Store, automatic topology", demoMesh, demoChannel)
 	d.say("starting three Server nodes (alpha=100, beta=300, gamma=600) and a Client-role gateway, each in its own host")
 	for _, s := range []struct {
 		name   string
 		weight int
 	}{{"alpha", 100}, {"beta", 300}, {"gamma", 600}} {
-		n, err := d.start(ctx, s.name, s.weight, d.servers)
+		n, err := d.start(ctx, s.name, s.weight)
 		if err != nil {
 			return err
 		}
 		d.servers = append(d.servers, n)
 		d.say("  %-6s rid=%s endpoint=%s weight=%d", n.name, n.node.RID(), n.node.Endpoint(), s.weight)
 	}
-	if d.gw, err = d.start(ctx, "gateway", -1, d.servers); err != nil {
+	if d.gw, err = d.start(ctx, "gateway", -1); err != nil {
 		return err
 	}
 	if err := d.waitGateway(ctx, "every Server ready at the gateway", func(st routemesh.Status) bool {
@@ -160,7 +165,7 @@ func (d *demo) run(ctx context.Context) (err error) {
 	if err := beta.node.SetWeight(ctx, demoChannel, 0); err != nil {
 		return err
 	}
-	probes, err := d.waitCandidate(ctx, beta.name, func(c routemesh.Candidate) bool { return c.Weight == 0 })
+	probes, err := d.waitCandidate(ctx, beta.node.RID(), func(c routemesh.Candidate) bool { return c.Weight == 0 })
 	if err != nil {
 		return err
 	}
@@ -171,7 +176,7 @@ func (d *demo) run(ctx context.Context) (err error) {
 	if err := beta.node.SetWeight(ctx, demoChannel, beta.weight); err != nil {
 		return err
 	}
-	if _, err := d.waitCandidate(ctx, beta.name, func(c routemesh.Candidate) bool { return int(c.Weight) == beta.weight }); err != nil {
+	if _, err := d.waitCandidate(ctx, beta.node.RID(), func(c routemesh.Candidate) bool { return int(c.Weight) == beta.weight }); err != nil {
 		return err
 	}
 	d.say("  beta's weight restored to %d", beta.weight)
@@ -194,7 +199,7 @@ func (d *demo) run(ctx context.Context) (err error) {
 	d.say("  gamma had %d call(s) in flight; Drain returned after %s (err=%v)", st.Inflight, time.Since(t0).Round(time.Millisecond), derr)
 	wg.Wait()
 	d.say("  the slow calls: ok=%d failures=%d (alpha=%d beta=%d gamma=%d)", slow.ok, slow.fails, slow.byRID["alpha"], slow.byRID["beta"], slow.byRID["gamma"])
-	if _, err := d.waitCandidate(ctx, gamma.name, func(c routemesh.Candidate) bool { return c.Skip == "draining" }); err != nil {
+	if _, err := d.waitCandidate(ctx, gamma.node.RID(), func(c routemesh.Candidate) bool { return c.Skip == "draining" }); err != nil {
 		return err
 	}
 	got = d.burst(ctx, 300, 16, packetEcho, "after-drain")
@@ -208,14 +213,17 @@ func (d *demo) run(ctx context.Context) (err error) {
 	cancelDead()
 	_ = alpha.host.Stop(dead)
 	if err := d.waitGateway(ctx, "the gateway notices alpha is gone", func(st routemesh.Status) bool {
-		p, ok := st.Peer(alpha.name)
+		p, ok := st.Peer(alpha.node.RID())
 		return !ok || p.State != routemesh.PeerReady
 	}); err != nil {
 		return err
 	}
 	gst, _ := d.gw.node.Status(ctx)
-	p, _ := gst.Peer(alpha.name)
-	d.say("  the gateway sees alpha as %s", p.State)
+	if p, ok := gst.Peer(alpha.node.RID()); ok {
+		d.say("  the gateway sees alpha as %s", p.State)
+	} else {
+		d.say("  the gateway no longer lists alpha (connection lost, descriptor withdrawn)")
+	}
 	got = d.burst(ctx, 300, 16, packetEcho, "after-kill")
 	d.say("  300 calls rerouted: alpha=%d beta=%d gamma=%d failures=%d", got.byRID["alpha"], got.byRID["beta"], got.byRID["gamma"], got.fails)
 	d.check("kill", got.fails == 0 && got.byRID["alpha"] == 0, "no failures after the gateway saw alpha gone")
@@ -266,7 +274,7 @@ func (d *demo) burst(ctx context.Context, n, conc int, packet, data string) burs
 					res.kinds[wire.CodeOf(err).String()]++
 				} else {
 					res.ok++
-					res.byRID[rid]++
+					res.byRID[d.nameOf(rid)]++
 				}
 				mu.Unlock()
 			}
@@ -290,6 +298,14 @@ func formatCounts(m map[string]int) string {
 		parts[i] = fmt.Sprintf("%s:%d", k, m[k])
 	}
 	return strings.Join(parts, ",")
+}
+
+// nameOf returns the demo name of a node's RID.
+func (d *demo) nameOf(rid string) string {
+	if name, ok := d.names[rid]; ok {
+		return name
+	}
+	return rid
 }
 
 // waitGateway waits until the gateway's status satisfies cond.
