@@ -205,21 +205,29 @@ func (r *Redis) ListDescriptors(ctx context.Context, mesh string) ([]Descriptor,
 	if err := r.check(); err != nil {
 		return nil, err
 	}
+	return listRecords(ctx, r, "list descriptors", r.nodesKey(mesh), r.nodePrefix(mesh), decodeDescriptor,
+		func(d Descriptor) string { return d.RID })
+}
+
+// listRecords reads every live record of an index (the Lua script prunes
+// members whose key expired), decodes them and sorts them by RID.
+func listRecords[T any](ctx context.Context, r *Redis, what, indexKey, prefix string,
+	decode func(string) (T, error), rid func(T) string) ([]T, error) {
 	ctx, cancel := r.opCtx(ctx)
 	defer cancel()
-	blobs, err := listScript.Exec(ctx, r.client, []string{r.nodesKey(mesh)}, []string{r.nodePrefix(mesh)}).AsStrSlice()
+	blobs, err := listScript.Exec(ctx, r.client, []string{indexKey}, []string{prefix}).AsStrSlice()
 	if err != nil {
-		return nil, r.wrap("list descriptors", err)
+		return nil, r.wrap(what, err)
 	}
-	out := make([]Descriptor, 0, len(blobs))
+	out := make([]T, 0, len(blobs))
 	for _, b := range blobs {
-		d, err := decodeDescriptor(b)
+		v, err := decode(b)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, d)
+		out = append(out, v)
 	}
-	slices.SortFunc(out, func(a, b Descriptor) int { return cmp.Compare(a.RID, b.RID) })
+	slices.SortFunc(out, func(a, b T) int { return cmp.Compare(rid(a), rid(b)) })
 	return out, nil
 }
 
@@ -417,22 +425,8 @@ func (r *Redis) ListPublishers(ctx context.Context, channel string) ([]Publisher
 	if err := r.check(); err != nil {
 		return nil, err
 	}
-	ctx, cancel := r.opCtx(ctx)
-	defer cancel()
-	blobs, err := listScript.Exec(ctx, r.client, []string{r.pubsKey(channel)}, []string{r.pubPrefix(channel)}).AsStrSlice()
-	if err != nil {
-		return nil, r.wrap("list publishers", err)
-	}
-	out := make([]Publisher, 0, len(blobs))
-	for _, b := range blobs {
-		p, err := decodePublisher(b)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	slices.SortFunc(out, func(a, b Publisher) int { return cmp.Compare(a.RID, b.RID) })
-	return out, nil
+	return listRecords(ctx, r, "list publishers", r.pubsKey(channel), r.pubPrefix(channel), decodePublisher,
+		func(p Publisher) string { return p.RID })
 }
 
 // DeletePublisher implements Store.
