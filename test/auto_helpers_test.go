@@ -5,13 +5,10 @@ package test
 // child process that can be killed without a goodbye.
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
@@ -141,48 +138,10 @@ func runAutoChild() {
 // it with its RID. It is killed at cleanup.
 func startAutoChild(t *testing.T, redisAddr, prefix string) (*childNode, string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "ZLINK_AUTO_CHILD=1", "ZLINK_AUTO_REDIS="+redisAddr, "ZLINK_AUTO_PREFIX="+prefix)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
+	c, f := runChild(t, "auto child", "ZLINK_AUTO_CHILD=1", "ZLINK_AUTO_REDIS="+redisAddr, "ZLINK_AUTO_PREFIX="+prefix)
+	if len(f) != 2 {
+		t.Fatalf("auto child: READY line %q", f)
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start child: %v", err)
-	}
-	c := &childNode{cmd: cmd, pid: cmd.Process.Pid, stdin: stdin, waited: make(chan struct{}), lines: make(chan string, 16)}
-	first := make(chan string, 1)
-	go func() {
-		defer close(c.lines)
-		sc := bufio.NewScanner(stdout)
-		if !sc.Scan() {
-			close(first)
-			return
-		}
-		first <- sc.Text()
-		for sc.Scan() {
-			select {
-			case c.lines <- sc.Text():
-			default:
-			}
-		}
-	}()
-	t.Cleanup(func() { c.kill(t) })
-	select {
-	case line, ok := <-first:
-		f := strings.Fields(line)
-		if !ok || len(f) != 3 || f[0] != "READY" {
-			t.Fatalf("auto child: no READY line: %q", line)
-		}
-		c.endpoint = f[2]
-		return c, f[1]
-	case <-time.After(20 * time.Second):
-		t.Fatalf("auto child: no READY line within 20s")
-	}
-	return nil, ""
+	c.endpoint = f[1]
+	return c, f[0]
 }

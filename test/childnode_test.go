@@ -80,8 +80,21 @@ type childNode struct {
 // deadline) for its READY line. It is always killed at cleanup.
 func startChild(t *testing.T, rid, listen string) *childNode {
 	t.Helper()
+	c, fields := runChild(t, "child "+rid, "ZLINK_CHILD_NODE=1", "ZLINK_CHILD_RID="+rid, "ZLINK_CHILD_LISTEN="+listen)
+	if len(fields) != 1 {
+		t.Fatalf("child %s: READY line %q", rid, fields)
+	}
+	c.endpoint = fields[0]
+	return c
+}
+
+// runChild re-runs the test binary as a child node (the env selects which
+// init() takes over), waits (with a deadline) for its "READY …" line and
+// returns the line's fields after READY. The child is killed at cleanup.
+func runChild(t *testing.T, what string, env ...string) (*childNode, []string) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "ZLINK_CHILD_NODE=1", "ZLINK_CHILD_RID="+rid, "ZLINK_CHILD_LISTEN="+listen)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -92,19 +105,19 @@ func startChild(t *testing.T, rid, listen string) *childNode {
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start child: %v", err)
+		t.Fatalf("start %s: %v", what, err)
 	}
 	c := &childNode{cmd: cmd, pid: cmd.Process.Pid, stdin: stdin, waited: make(chan struct{}), lines: make(chan string, 16)}
-	lines := make(chan string, 1)
+	first := make(chan string, 1)
 	go func() {
 		// Reads until the child's stdout closes (it exits); ends by itself.
 		defer close(c.lines)
 		sc := bufio.NewScanner(stdout)
 		if !sc.Scan() {
-			close(lines)
+			close(first)
 			return
 		}
-		lines <- sc.Text()
+		first <- sc.Text()
 		for sc.Scan() {
 			select {
 			case c.lines <- sc.Text():
@@ -114,16 +127,16 @@ func startChild(t *testing.T, rid, listen string) *childNode {
 	}()
 	t.Cleanup(func() { c.kill(t) })
 	select {
-	case line, ok := <-lines:
-		ep, found := strings.CutPrefix(line, "READY ")
-		if !ok || !found {
-			t.Fatalf("child %s: no READY line: %q", rid, line)
+	case line, ok := <-first:
+		f := strings.Fields(line)
+		if !ok || len(f) < 2 || f[0] != "READY" {
+			t.Fatalf("%s: no READY line: %q", what, line)
 		}
-		c.endpoint = ep
+		return c, f[1:]
 	case <-time.After(20 * time.Second):
-		t.Fatalf("child %s: no READY line within 20s", rid)
+		t.Fatalf("%s: no READY line within 20s", what)
 	}
-	return c
+	return nil, nil
 }
 
 // waitLine waits (with a deadline) for the child to print want.
