@@ -172,7 +172,6 @@ func Start(ctx context.Context, o *Options) (*Host, error) {
 // startFanout starts the fanout registrations and shows each in the tree
 // under /host (they are independent of every MeshNode).
 func (h *Host) startFanout(ctx context.Context, o *Options) error {
-	reg := h.sys.Registry()
 	for _, cfg := range o.publishers {
 		if cfg.Store == nil {
 			cfg.Store = o.store
@@ -185,11 +184,7 @@ func (h *Host) startFanout(ctx context.Context, o *Options) error {
 			return fmt.Errorf("zlink: fanout publisher %s: %w", cfg.Channel, err)
 		}
 		h.publishers[cfg.Channel] = p
-		path := h.root.Path() + "/fanout:" + cfg.Channel + "/publisher"
-		_ = reg.Add(h.root.Path()+"/fanout:"+cfg.Channel, h.root.Path(), "fanout", nil)
-		_ = reg.Add(path, h.root.Path()+"/fanout:"+cfg.Channel, "publisher", nil)
-		reg.SetState(h.root.Path()+"/fanout:"+cfg.Channel, supervisor.Running)
-		reg.SetState(path, supervisor.Running)
+		h.showFanout(cfg.Channel, "publisher")
 	}
 	for _, cfg := range o.subscribers {
 		if cfg.Automatic && cfg.Store == nil {
@@ -203,13 +198,19 @@ func (h *Host) startFanout(ctx context.Context, o *Options) error {
 			return fmt.Errorf("zlink: fanout subscriber %s: %w", cfg.Channel, err)
 		}
 		h.subscribers[cfg.Channel] = s
-		path := h.root.Path() + "/fanout:" + cfg.Channel + "/subscriber"
-		_ = reg.Add(h.root.Path()+"/fanout:"+cfg.Channel, h.root.Path(), "fanout", nil)
-		_ = reg.Add(path, h.root.Path()+"/fanout:"+cfg.Channel, "subscriber", nil)
-		reg.SetState(h.root.Path()+"/fanout:"+cfg.Channel, supervisor.Running)
-		reg.SetState(path, supervisor.Running)
+		h.showFanout(cfg.Channel, "subscriber")
 	}
 	return nil
+}
+
+// showFanout puts a fanout registration in the tree: /host/fanout:<ch>/<role>.
+func (h *Host) showFanout(channel, role string) {
+	reg := h.sys.Registry()
+	parent := h.root.Path() + "/fanout:" + channel
+	_ = reg.Add(parent, h.root.Path(), "fanout", nil) // already there when both roles exist
+	_ = reg.Add(parent+"/"+role, parent, role, nil)
+	reg.SetState(parent, supervisor.Running)
+	reg.SetState(parent+"/"+role, supervisor.Running)
 }
 
 // Publisher returns the fanout publisher of channel, or nil.
