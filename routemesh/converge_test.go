@@ -1,0 +1,67 @@
+package routemesh
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/zlink-go/zlink/actors"
+)
+
+// A weight update whose push was lost still reaches the peers: every
+// heartbeat carries the revision and the Server set, and a larger revision
+// of the same generation is applied (SPEC §5, without a Location Store).
+func TestWeights_LostPushConvergesThroughHeartbeats(t *testing.T) {
+	start := func(rid string, peer string) *Node {
+		b := NewMeshBuilder("m").Listen("tcp://127.0.0.1:0").SetRoutingID(rid).
+			ConfigureLiveness(LivenessConfig{Interval: 20 * time.Millisecond, MaxGap: 50, LastHeard: 2 * time.Second})
+		if peer != "" {
+			b.AddPeer(peer, "srv").Channel("c").Client()
+		} else {
+			b.Channel("c").Server().SetWeight(100).HandleRequest("p", func(c *Context, p []byte) ([]byte, error) { return p, nil })
+		}
+		cfg := b.Config()
+		if err := (&Topology{Meshes: []*Config{cfg}}).Validate(); err != nil {
+			t.Fatal(err)
+		}
+		sys := actors.NewSystem(actors.Config{Name: "t-" + rid})
+		n, err := Start(context.Background(), cfg, Deps{System: sys})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = n.Stop(context.Background())
+			_ = sys.Shutdown(context.Background())
+		})
+		return n
+	}
+	srv := start("srv", "")
+	cli := start("cli", srv.Endpoint())
+	weightSeen := func(w uint16) bool {
+		for _, tg := range cli.table.Snapshot().Servers("c") {
+			if tg.RID == "srv" && tg.Weight == w {
+				return true
+			}
+		}
+		return false
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !weightSeen(100) {
+		if time.Now().After(deadline) {
+			t.Fatal("the client never saw the server's initial weight")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Change the weight the way applyWeight does, but without the push (as
+	// if the WeightUpdate envelope was lost). Nothing else writes weights
+	// here, and both fields are atomics.
+	srv.weights.Store(&map[string]uint16{"c": 7})
+	srv.revision.Add(1)
+	deadline = time.Now().Add(5 * time.Second)
+	for !weightSeen(7) {
+		if time.Now().After(deadline) {
+			t.Fatal("a weight change whose push was lost never converged through heartbeats")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
