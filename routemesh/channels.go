@@ -24,8 +24,8 @@ type channelOwner struct {
 	ref   *actors.Ref // Server role only: channel:<name>
 	track *hungTracker
 	// last is the last selection decision made by this node on the channel.
-	last   atomic.Pointer[Selection]
-	lastAt atomic.Int64 // unix nanos of last
+	last  atomic.Pointer[Selection]
+	picks atomic.Uint64 // selections made, for sampling the report
 }
 
 // Selection is the last select-one decision of a channel, for monitoring:
@@ -219,12 +219,11 @@ func (n *Node) selectOne(channel string) (*link, error) {
 	n.rngMu.Lock()
 	idx, outcome := selection.Pick(cands, n.rng)
 	n.rngMu.Unlock()
-	// The decision report is for monitoring: built at most every few
-	// milliseconds, and always when the call cannot be placed.
-	now := time.Now()
-	if last := co.lastAt.Load(); outcome != selection.Picked || now.UnixNano()-last >= int64(selectionReportEvery) {
-		co.lastAt.Store(now.UnixNano())
-		co.last.Store(newSelection(now, cands, idx, outcome))
+	// The decision report is for monitoring: built for one call in
+	// selectionReportEvery (and the first), and always when the call cannot
+	// be placed — not on every call of the hot path.
+	if n := co.picks.Add(1); outcome != selection.Picked || n%selectionReportEvery == 1 {
+		co.last.Store(newSelection(time.Now(), cands, idx, outcome))
 	}
 	switch outcome {
 	case selection.Picked:
@@ -236,9 +235,9 @@ func (n *Node) selectOne(channel string) (*link, error) {
 	}
 }
 
-// selectionReportEvery bounds how often a channel's decision report is
-// rebuilt on the call path.
-const selectionReportEvery = 5 * time.Millisecond
+// selectionReportEvery is how many successful selections share one decision
+// report (a power of two keeps the check cheap).
+const selectionReportEvery = 16
 
 func newSelection(at time.Time, cands []selection.Candidate, idx int, outcome selection.Outcome) *Selection {
 	considered := selection.Consider(cands)
