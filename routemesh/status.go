@@ -99,7 +99,9 @@ type ChannelStatus struct {
 	Name   string `json:"name"`
 	Role   string `json:"role"`
 	Weight int    `json:"weight"`
-	// LastSelection is this node's last select-one decision on the channel.
+	// LastSelection is a recent select-one decision of this node on the
+	// channel: one successful selection in 16 is recorded, and every one
+	// that ended ErrNoTarget or ErrBusy.
 	LastSelection *Selection `json:"last_selection,omitempty"`
 }
 
