@@ -2,6 +2,8 @@ package fanout
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sort"
 	"strconv"
@@ -239,15 +241,46 @@ func (s *Subscriber) runConn(ctx context.Context, e *entry) {
 		if ctx.Err() == nil {
 			log.Debug().Err(err).Msg("fanout connection lost")
 		}
+		// Another publisher answered at this endpoint (the one this entry
+		// was made for is gone and the port was reused), or the entry's
+		// descriptor was withdrawn: do not redial; the entry times out and
+		// is removed, and the new publisher gets its own entry.
+		if errors.Is(err, errWrongPublisher) || s.isWithdrawn(e) {
+			return
+		}
 	}
 }
 
-// receive reads messages until the connection is lost or ctx ends.
+// errWrongPublisher ends a connection whose heartbeats name another
+// publisher lifecycle than the entry it was dialed for.
+var errWrongPublisher = errors.New("zlink: fanout: another publisher answered at this endpoint")
+
+func (s *Subscriber) isWithdrawn(e *entry) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return e.withdrawn
+}
+
+// receive reads messages until the connection is lost or ctx ends. In
+// automatic mode the publisher must prove it is the entry's lifecycle: its
+// heartbeat carries "rid/generation"; until the first matching heartbeat
+// of a connection nothing counts as heard and nothing is delivered, and a
+// heartbeat naming another lifecycle ends the connection.
 func (s *Subscriber) receive(sock zmq4.Socket, e *entry) error {
+	verified := !s.cfg.Automatic // manual entries are endpoints: nothing to verify
 	for {
 		msg, err := sock.Recv()
 		if err != nil {
 			return err
+		}
+		if len(msg.Frames) == 2 && string(msg.Frames[0]) == heartbeatTopic && !verified {
+			if string(msg.Frames[1]) != e.key {
+				return fmt.Errorf("%w: heartbeat %q, entry %s", errWrongPublisher, msg.Frames[1], e.key)
+			}
+			verified = true
+		}
+		if !verified {
+			continue
 		}
 		s.heard(e)
 		if len(msg.Frames) != 2 {
