@@ -185,6 +185,13 @@ func (a *app) postDrain(w http.ResponseWriter, r *http.Request) {
 		timeout = req.Timeout
 	}
 	ctx := r.Context()
+	if timeout == "" {
+		// No timeout asked: the node's own drain timeout bounds the wait;
+		// this bounds everything else (e.g. reaching a busy mesh actor).
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, maxDrainTimeout)
+		defer cancel()
+	}
 	if timeout != "" {
 		d, err := time.ParseDuration(timeout)
 		if err != nil || d <= 0 || d > maxDrainTimeout {

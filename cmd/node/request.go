@@ -230,18 +230,23 @@ func waitPeers(ctx context.Context, n *routemesh.Node, manual int, wait time.Dur
 		sctx, cancel := context.WithTimeout(ctx, time.Second)
 		st, err := n.Status(sctx)
 		cancel()
+		ready := 0
 		if err == nil {
-			ready := st.CountPeers(routemesh.PeerReady)
+			ready = st.CountPeers(routemesh.PeerReady)
 			connecting := st.CountPeers(routemesh.PeerConnecting)
 			if (manual > 0 && ready >= manual) || (ready > 0 && connecting == 0) {
 				return nil
 			}
-			if time.Now().After(deadline) {
-				if ready > 0 {
-					return nil
-				}
-				return fmt.Errorf("no ready peer after %s", wait)
+		}
+		// The deadline holds whether or not the status could be read.
+		if time.Now().After(deadline) {
+			if ready > 0 {
+				return nil
 			}
+			if err != nil {
+				return fmt.Errorf("no ready peer after %s: %w", wait, err)
+			}
+			return fmt.Errorf("no ready peer after %s", wait)
 		}
 		select {
 		case <-ctx.Done():
