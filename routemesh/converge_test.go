@@ -45,23 +45,19 @@ func TestWeights_LostPushConvergesThroughHeartbeats(t *testing.T) {
 		}
 		return false
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for !weightSeen(100) {
-		if time.Now().After(deadline) {
-			t.Fatal("the client never saw the server's initial weight")
+	waitSeen := func(w uint16, what string) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); !weightSeen(w); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal(what)
+			}
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
+	waitSeen(100, "the client never saw the server's initial weight")
 	// Change the weight the way applyWeight does, but without the push (as
 	// if the WeightUpdate envelope was lost). Nothing else writes weights
 	// here, and both fields are atomics.
 	srv.weights.Store(&map[string]uint16{"c": 7})
 	srv.revision.Add(1)
-	deadline = time.Now().Add(5 * time.Second)
-	for !weightSeen(7) {
-		if time.Now().After(deadline) {
-			t.Fatal("a weight change whose push was lost never converged through heartbeats")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitSeen(7, "a weight change whose push was lost never converged through heartbeats")
 }
