@@ -1,0 +1,41 @@
+package routemesh
+
+import (
+	"sort"
+	"sync/atomic"
+	"time"
+)
+
+// latencyBuckets are the upper bounds of the call latency histogram.
+var latencyBuckets = []time.Duration{
+	100 * time.Microsecond, 250 * time.Microsecond, 500 * time.Microsecond,
+	time.Millisecond, 2500 * time.Microsecond, 5 * time.Millisecond, 10 * time.Millisecond,
+	25 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond,
+	500 * time.Millisecond, time.Second, 5 * time.Second,
+}
+
+// histogram is a fixed-bucket latency histogram of atomics (a leaf).
+type histogram struct {
+	counts [16]atomic.Uint64 // len(latencyBuckets)+1 (the last is +Inf)
+	sumNs  atomic.Uint64
+}
+
+func (h *histogram) observe(d time.Duration) {
+	i := sort.Search(len(latencyBuckets), func(i int) bool { return d <= latencyBuckets[i] })
+	h.counts[i].Add(1)
+	h.sumNs.Add(uint64(d))
+}
+
+// LatencyBucket is one histogram bucket: calls that took at most LE.
+type LatencyBucket struct {
+	LE    string `json:"le"`
+	Count uint64 `json:"count"`
+}
+
+func (h *histogram) snapshot() []LatencyBucket {
+	out := make([]LatencyBucket, 0, len(latencyBuckets)+1)
+	for i, b := range latencyBuckets {
+		out = append(out, LatencyBucket{LE: b.String(), Count: h.counts[i].Load()})
+	}
+	return append(out, LatencyBucket{LE: "+Inf", Count: h.counts[len(latencyBuckets)].Load()})
+}

@@ -1,0 +1,205 @@
+package routemesh
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/zlink-go/zlink/actors"
+	"github.com/zlink-go/zlink/mailbox"
+	"github.com/zlink-go/zlink/wire"
+)
+
+// inbound is a request or send admitted into an owner's mailbox. It also
+// carries the handler's Context and deadline, so a request costs one
+// allocation here.
+type inbound struct {
+	env  wire.Envelope
+	from *link
+	hc   Context
+	dc   deadlineCtx
+}
+
+// Size is what the owner's byte budget counts.
+func (m *inbound) Size() int { return m.env.Size() }
+
+// deliver admits a request or send into its owner. A refusal answers a
+// remote request with an Error envelope (ErrBusy) and is returned for a
+// local one, so both callers see the same terminal result.
+func (n *Node) deliver(from *link, e *wire.Envelope) error {
+	owner, err := n.ownerFor(e.Channel)
+	if err == nil && n.admitPaused.Load() {
+		err = fmt.Errorf("%w: admission paused: %d handlers are hung", wire.ErrBusy, n.hung.Load())
+		owner = nil
+	}
+	if owner != nil {
+		n.inflight.Add(1)
+		err = owner.Tell(&inbound{env: *e, from: from})
+		if err != nil {
+			n.inflight.Add(-1)
+			err = admissionError(err)
+		}
+	}
+	if err == nil {
+		return nil
+	}
+	if from.p != nil && e.Kind == wire.KindRequest {
+		_ = from.p.w.control(outItem{env: wire.ErrorEnvelope(e.Corr, err)})
+	}
+	return err
+}
+
+// admissionError maps an owner's refusal to the caller-visible result.
+func admissionError(err error) error {
+	var full *mailbox.FullError
+	if errors.As(err, &full) {
+		return fmt.Errorf("%w: %s", wire.ErrBusy, full.Error()) // ErrBusy only: the same result a remote refusal gives
+	}
+	if errors.Is(err, actors.ErrStopped) {
+		return fmt.Errorf("%w: %w", wire.ErrShuttingDown, err)
+	}
+	return err
+}
+
+func (n *Node) ownerFor(channel string) (*actors.Ref, error) {
+	if channel == "" {
+		return n.direct, nil
+	}
+	if co := n.channels[channel]; co != nil && co.ref != nil {
+		return co.ref, nil
+	}
+	return nil, fmt.Errorf("%w: %w: %s", wire.ErrNoTarget, ErrUnknownChannel, channel)
+}
+
+// reply sends a reply or error envelope back to the caller's link. A reply
+// larger than the caller's stated receive limit is refused here (the call
+// ends ErrTooLarge): sending it would make the caller's transport close the
+// whole connection.
+func (n *Node) reply(to *link, e wire.Envelope) {
+	if to.p == nil {
+		n.complete(n.rid, &e)
+		return
+	}
+	if err := wire.CheckLimit(e.Size(), to.recvLimit); err != nil {
+		e = wire.ErrorEnvelope(e.Corr, fmt.Errorf("reply: %w", err))
+	}
+	_ = to.p.w.control(outItem{env: e})
+}
+
+// complete ends a pending call from a Reply or Error envelope.
+func (n *Node) complete(from string, e *wire.Envelope) {
+	r := result{from: from, headroom: e.Headroom}
+	if e.Kind == wire.KindError {
+		r.err = wire.ErrorOf(e.Code, string(e.Payload))
+	} else {
+		r.payload = e.Payload
+	}
+	if !n.calls.complete(e.Corr, r) {
+		n.cnt.lateFrames.Add(1)
+	}
+}
+
+// readRouter reads every inbound pipe of the ROUTER.
+func (n *Node) readRouter() {
+	for {
+		msg, err := n.router.Recv()
+		if err != nil {
+			if n.ctx.Err() != nil {
+				return
+			}
+			continue
+		}
+		if len(msg.Frames) != 2 {
+			n.cnt.protocolErrors.Add(1)
+			continue
+		}
+		id := string(msg.Frames[0])
+		if v, ok := n.inbnd.Load(id); ok {
+			n.onFrame(v.(*pipe), msg.Frames[1])
+			continue
+		}
+		f, err := wire.DecodeFrame(msg.Frames[1])
+		if err != nil || f.Type != wire.FrameHello {
+			n.cnt.protocolErrors.Add(1)
+			continue
+		}
+		if err := n.ref.Tell(&inboundHello{id: id, hello: f.Hello}); err != nil {
+			n.cnt.handshakeRejects.Add(1)
+		}
+	}
+}
+
+// readDealer reads one outbound pipe.
+func (n *Node) readDealer(p *pipe) {
+	for {
+		msg, err := p.dealer.Recv()
+		if err != nil {
+			_ = n.ref.Tell(&pipeFailed{p: p, err: fmt.Errorf("%w: %w", wire.ErrPeerLost, err)})
+			return
+		}
+		if len(msg.Frames) != 1 {
+			n.cnt.protocolErrors.Add(1)
+			continue
+		}
+		n.onFrame(p, msg.Frames[0])
+		if p.getState() == pipeClosed {
+			return
+		}
+	}
+}
+
+// onFrame handles one frame read from a pipe: batches of a ready pipe are
+// dispatched here; anything else goes to the mesh actor in order.
+func (n *Node) onFrame(p *pipe, raw []byte) {
+	p.lastRead.Store(time.Now().UnixNano())
+	f, err := wire.DecodeFrame(raw)
+	if err != nil {
+		n.cnt.protocolErrors.Add(1)
+		_ = n.ref.Tell(&pipeFailed{p: p, err: err})
+		return
+	}
+	switch p.getState() {
+	case pipeReady:
+		if f.Type == wire.FrameBatch {
+			n.dispatch(p, f.Batch)
+			return
+		}
+	case pipeClosed:
+		n.cnt.lateFrames.Add(1)
+		return
+	}
+	hf := &handshakeFrame{p: p, f: f}
+	if p.outbound {
+		// Wait until the mesh actor has applied it, so a batch that follows
+		// the handshake is never dispatched before the pipe is ready.
+		hf.done = make(chan struct{})
+	}
+	if err := n.ref.Tell(hf); err != nil {
+		return
+	}
+	if hf.done != nil {
+		select {
+		case <-hf.done:
+		case <-p.closed:
+		case <-n.ctx.Done():
+		}
+	}
+}
+
+// dispatch hands a ready pipe's envelopes to their owners.
+func (n *Node) dispatch(p *pipe, envs []wire.Envelope) {
+	l := p.link
+	for i := range envs {
+		e := &envs[i]
+		switch e.Kind {
+		case wire.KindRequest, wire.KindSend:
+			_ = n.deliver(l, e)
+		case wire.KindReply, wire.KindError:
+			n.complete(l.rid, e)
+		default:
+			if l.peer != nil {
+				_ = l.peer.Tell(&controlEnv{env: *e})
+			}
+		}
+	}
+}

@@ -1,0 +1,126 @@
+package routemesh
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/zlink-go/zlink/actors"
+	"github.com/zlink-go/zlink/wire"
+)
+
+// makeReady turns an admitted pipe into a ready link.
+func (m *meshActor) makeReady(p *pipe) {
+	n := m.n
+	l := &link{rid: p.remote.RID, gen: p.remote.Generation, p: p, objectRole: p.remote.ObjectRole, recvLimit: p.remote.RecvLimit}
+	l.draining.Store(p.remote.Draining)
+	l.full = make(map[string]*atomic.Bool, len(p.remote.Servers))
+	for ch := range p.remote.Servers {
+		l.full[ch] = new(atomic.Bool)
+	}
+	p.link = l
+	p.w.maxBatch = int(min(uint64(p.w.maxBatch), max(l.recvLimit, 1<<10)))
+	ref, err := n.sys.Spawn(actors.Spec{
+		Name: "peer:" + l.rid + "#" + strconv.FormatUint(n.peerSeq.Add(1), 10), Kind: "peer", Parent: n.peers,
+		MaxMessages: 4096,
+		Producer:    func() actor.Actor { return newPeerActor(n, p, l) },
+	})
+	if err != nil {
+		m.dropPipe(p, err)
+		return
+	}
+	l.peer = ref
+	_ = ref.Tell(&peerStart{self: ref})
+	p.state.Store(uint32(pipeReady))
+	m.publish(func(links map[string]*link) { links[l.rid] = l })
+	n.applyMember(l, p.remote.Generation, p.remote.Revision, p.remote.Servers)
+	for _, in := range m.intents {
+		if in.p == p || (in.rid == l.rid && in.p == nil) {
+			in.rid, in.state, in.attempts, in.lastErr, in.since = l.rid, PeerReady, 0, nil, time.Now()
+		}
+	}
+	n.log.Info().Str("peer", l.rid).Str("pipe", p.id).Bool("outbound", p.outbound).Msg("peer ready")
+}
+
+// publish swaps the ready-link table (copy on write).
+func (m *meshActor) publish(edit func(map[string]*link)) {
+	cur := *m.n.links.Load()
+	next := make(map[string]*link, len(cur)+1)
+	for k, v := range cur {
+		next[k] = v
+	}
+	edit(next)
+	m.n.links.Store(&next)
+}
+
+// dropPipe closes p and undoes whatever it held: its ready link, its
+// pending calls (ErrPeerLost at once), its admission slot; an intent whose
+// pipe it was dials again with backoff.
+func (m *meshActor) dropPipe(p *pipe, reason error) {
+	if m.pipes[p.id] != p {
+		// Not registered yet (a dial in flight): mark it closed so the dial
+		// result is discarded, and free the intent.
+		p.close()
+		if in := p.intent; in != nil && in.p == p {
+			in.p = nil
+		}
+		return
+	}
+	n := m.n
+	delete(m.pipes, p.id)
+	if !p.outbound {
+		n.inbnd.Delete(p.id)
+	}
+	wasReady := p.getState() == pipeReady
+	p.close()
+	if m.adm != nil {
+		m.adm.PipeClosed(p.id)
+	}
+	if wasReady && p.link != nil {
+		l := p.link
+		n.cnt.peersLost.Add(1)
+		if m.adm != nil {
+			// The lifecycle is gone only when no other pipe (a duplicate
+			// that replaced this one) is current for it.
+			if _, _, ok := m.adm.Current(l.rid); !ok {
+				m.adm.PeerLost(l.rid, l.gen)
+			}
+		}
+		if cur := (*n.links.Load())[l.rid]; cur == l {
+			m.publish(func(links map[string]*link) { delete(links, l.rid) })
+			n.table.Remove(l.rid, l.gen)
+		}
+		if l.peer != nil {
+			stopAsync(l.peer)
+		}
+		lost := fmt.Errorf("%w: %s: %v", wire.ErrPeerLost, l.rid, reason)
+		if errors.Is(reason, wire.ErrPeerLost) {
+			lost = reason
+		}
+		n.calls.failPipe(p.id, lost)
+		n.log.Info().Str("peer", l.rid).Str("pipe", p.id).Str("reason", errString(reason)).Msg("peer lost")
+		if ap := m.auto[l.rid]; ap != nil {
+			ap.since = time.Now()
+		}
+		// Intents that were satisfied by this link dial again.
+		for _, in := range m.intents {
+			if in.rid == l.rid && in.p == nil && in.state == PeerReady {
+				in.state = PeerNotConnected
+				in.since = time.Now()
+				m.tryUpgrade(in)
+				m.retry(in, reason)
+			}
+		}
+	}
+	if in := p.intent; in != nil && in.p == p {
+		in.p = nil
+		if in.state != PeerNotRequired {
+			m.tryUpgrade(in)
+			m.retry(in, reason)
+		}
+	}
+}
