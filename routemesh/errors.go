@@ -32,6 +32,11 @@ var ErrNoChannelRole = errors.New("zlink: no Client or Server role for this Chan
 // within the drain timeout. The node stays draining.
 var ErrDrainTimeout = errors.New("zlink: drain timed out with work still running")
 
+// ErrNodeFailed ends every pending and later call of a MeshNode in the
+// terminal Failed state: one of its supervised actors failed past its
+// restart intensity and the node could not be rebuilt.
+var ErrNodeFailed = errors.New("zlink: MeshNode failed")
+
 // ConfigError names the mesh and channel a configuration refusal is about.
 type ConfigError struct {
 	Mesh    string // MeshName, "" when the rule is not about one mesh

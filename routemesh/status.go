@@ -16,6 +16,11 @@ const (
 	NodeStopping
 	// NodeStopped: sockets closed, goroutines ended.
 	NodeStopped
+	// NodeFailed: a supervised actor of the node could not be recovered
+	// (its restarts went past the intensity limit). Terminal: every pending
+	// and later call ends at once with ErrNodeFailed; health checks fail.
+	// Stop still releases the node's resources.
+	NodeFailed
 )
 
 // String returns the lower-case state name.
@@ -31,6 +36,8 @@ func (s NodeState) String() string {
 		return "stopping"
 	case NodeStopped:
 		return "stopped"
+	case NodeFailed:
+		return "failed"
 	default:
 		return "invalid"
 	}

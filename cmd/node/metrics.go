@@ -52,7 +52,7 @@ var peerStates = []routemesh.PeerState{
 
 var nodeStates = []routemesh.NodeState{
 	routemesh.NodeStarting, routemesh.NodeReady, routemesh.NodeDraining,
-	routemesh.NodeStopping, routemesh.NodeStopped,
+	routemesh.NodeStopping, routemesh.NodeStopped, routemesh.NodeFailed,
 }
 
 // collector reads Status and the tree on every scrape; it keeps no state.
