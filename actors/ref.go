@@ -188,6 +188,21 @@ type cell struct {
 	sys   *System
 	ref   *Ref
 	inner actor.Actor
+	// current is the user message being handled; it stays set when the
+	// handler panics, so MessageFailed can answer it.
+	current any
+}
+
+// failed hands the message that panicked (if any) to the inner actor.
+func (c *cell) failed() {
+	m := c.current
+	c.current = nil
+	if m == nil {
+		return
+	}
+	if fh, ok := c.inner.(FailureHandler); ok {
+		fh.MessageFailed(m)
+	}
 }
 
 func (c *cell) Receive(ctx actor.Context) {
@@ -197,9 +212,11 @@ func (c *cell) Receive(ctx actor.Context) {
 		reg.SetState(c.ref.path, supervisor.Running)
 	case *actor.Restarting:
 		reg.SetState(c.ref.path, supervisor.Restarting)
+		c.failed()
 	case *actor.Stopping:
 		c.ref.life.dead.Store(true)
 		reg.SetState(c.ref.path, supervisor.Stopping)
+		c.failed()
 	case *actor.Stopped:
 		c.ref.life.dead.Store(true)
 		reg.SetState(c.ref.path, supervisor.Stopped)
@@ -210,6 +227,13 @@ func (c *cell) Receive(ctx actor.Context) {
 	case *spawnRequest:
 		ref, err := c.sys.SpawnChild(ctx, m.spec)
 		m.reply <- spawnResult{ref: ref, err: err}
+		return
+	case *injectedPanic:
+		panic(m.reason)
+	default:
+		c.current = m
+		c.inner.Receive(ctx)
+		c.current = nil
 		return
 	}
 	c.inner.Receive(ctx)

@@ -29,6 +29,12 @@ type Config struct {
 	Backoff time.Duration
 	// MaxBackoff caps the backoff delay. 0 = no cap.
 	MaxBackoff time.Duration
+	// OnGiveUp, when set, ends escalation at this supervisor: past the
+	// restart intensity the failing child is stopped (not escalated) and
+	// OnGiveUp is called with its path and the last failure reason. The
+	// host uses it to turn an unrecoverable MeshNode into a visible Failed
+	// state. It runs on the supervisor's goroutine and must not block.
+	OnGiveUp func(child string, reason any)
 }
 
 // DefaultConfig returns one-for-one, 3 restarts within 10s, no backoff.
@@ -113,6 +119,9 @@ func (s *strategy) HandleFailure(system *actor.ActorSystem, sup actor.Supervisor
 		s.publish(system, child, reason, actor.StopDirective)
 		s.reg.SetState(path, Stopping)
 		sup.StopChildren(child)
+		if s.cfg.OnGiveUp != nil {
+			s.cfg.OnGiveUp(path, reason)
+		}
 		return
 	}
 
@@ -120,10 +129,13 @@ func (s *strategy) HandleFailure(system *actor.ActorSystem, sup actor.Supervisor
 	n := rs.NumberOfFailures(s.cfg.Within)
 	if s.cfg.MaxRestarts < 0 || n > s.cfg.MaxRestarts {
 		rs.Reset()
-		if s.root {
+		if s.root || s.cfg.OnGiveUp != nil {
 			s.publish(system, child, reason, actor.StopDirective)
 			s.reg.SetState(path, Stopping)
 			sup.StopChildren(child)
+			if s.cfg.OnGiveUp != nil {
+				s.cfg.OnGiveUp(path, reason)
+			}
 			return
 		}
 		s.publish(system, child, reason, actor.EscalateDirective)
