@@ -1,18 +1,34 @@
 package actors
 
 import (
+	"errors"
 	"fmt"
 )
 
-// FailureHandler is implemented by an actor that must answer the message
-// it was handling when it panicked. protoactor drops that message on
-// restart; the cell hands it to MessageFailed on the old instance first
-// (on *actor.Restarting, or on *actor.Stopping when the supervisor gave
-// up), so a request always gets its terminal result. MessageFailed runs on
-// the actor's own goroutine and must not block.
+// ErrFailed is what Request returns when the actor panicked while
+// handling that very request (the actor restarts; the request is not
+// retried).
+var ErrFailed = errors.New("zlink: actor failed while handling the request")
+
+// FailureHandler is implemented by an actor that must answer every message
+// it admitted, whatever happens to it. Both methods run on the actor's own
+// goroutine and must not block.
+//
+// MessageFailed gets the message the actor was handling when it panicked:
+// protoactor drops that message on restart, so the cell hands it over on
+// the old instance first (on *actor.Restarting, or on *actor.Stopping when
+// the supervisor gave up). MessageDropped gets each message that was
+// admitted but never handled because the actor stopped (Stop, a parent's
+// restart, a supervisor giving up).
+//
+// A Request's caller needs neither: it gets ErrFailed or ErrStopped.
 type FailureHandler interface {
 	MessageFailed(msg any)
+	MessageDropped(msg any)
 }
+
+// failedReply answers a Request whose handler panicked.
+type failedReply struct{}
 
 // injectedPanic makes the receiving actor panic with reason, before its
 // own Receive sees anything: the fault-injection hook of InjectPanic.

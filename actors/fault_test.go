@@ -14,7 +14,9 @@ import (
 
 // failActor answers the message it panicked on through MessageFailed.
 type failActor struct {
-	failed chan any
+	failed  chan any
+	dropped chan any
+	gate    chan struct{}
 }
 
 type explode struct{ id int }
@@ -25,6 +27,8 @@ func (a *failActor) Receive(c actor.Context) {
 		panic("explode")
 	case *ping:
 		c.Respond("pong")
+	case *block:
+		<-a.gate
 	default:
 		_ = m
 	}
@@ -32,10 +36,12 @@ func (a *failActor) Receive(c actor.Context) {
 
 func (a *failActor) MessageFailed(msg any) { a.failed <- msg }
 
+func (a *failActor) MessageDropped(msg any) { a.dropped <- msg }
+
 func TestSystem_MessageFailedGetsThePanickingMessage(t *testing.T) {
 	s := newSystem(t)
 	failed := make(chan any, 4)
-	ref, err := s.Spawn(actors.Spec{Name: "f", Producer: func() actor.Actor { return &failActor{failed: failed} }})
+	ref, err := s.Spawn(actors.Spec{Name: "f", Producer: func() actor.Actor { return &failActor{failed: failed, dropped: make(chan any, 1)} }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,6 +64,11 @@ func TestSystem_MessageFailedGetsThePanickingMessage(t *testing.T) {
 	if got, err := ref.Request(ctxT(t), &ping{}); err != nil || got != "pong" {
 		t.Fatalf("after restart: %v %v", got, err)
 	}
+	// A Request whose handler panics ends with ErrFailed at once.
+	if _, err := ref.Request(ctxT(t), &explode{id: 8}); !errors.Is(err, actors.ErrFailed) {
+		t.Fatalf("Request that panicked = %v, want ErrFailed", err)
+	}
+	<-failed
 	select {
 	case got := <-failed:
 		t.Fatalf("MessageFailed called again with %#v", got)
@@ -136,5 +147,58 @@ func TestSupervisor_OnGiveUpStopsTheChildInsteadOfEscalating(t *testing.T) {
 	}
 	if n, _ := s.Registry().Find("/host"); n.Restarts != 0 || parentStarts.Load() != 1 {
 		t.Fatalf("the parent was disturbed: %+v starts=%d", n, parentStarts.Load())
+	}
+}
+
+func TestSystem_MessagesLeftInAStoppedMailboxAreHandedToMessageDropped(t *testing.T) {
+	s := newSystem(t)
+	dropped := make(chan any, 16)
+	gate := make(chan struct{})
+	// The parent, when told to stop, stops its child first (a system
+	// message, ahead of anything the child still has queued) and only
+	// then lets the child's running turn end.
+	parent, err := s.Spawn(actors.Spec{Name: "p", Producer: func() actor.Actor {
+		return actor.ReceiveFunc(func(c actor.Context) {
+			if _, ok := c.Message().(*actor.Stopping); ok {
+				for _, ch := range c.Children() {
+					c.Stop(ch)
+				}
+				close(gate)
+			}
+		})
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := s.Spawn(actors.Spec{Name: "c", Parent: parent, MaxMessages: 10, Producer: func() actor.Actor {
+		return &failActor{failed: make(chan any, 1), dropped: dropped, gate: gate}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The child is busy; three messages wait behind it when it is stopped.
+	if err := child.Tell(&block{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if err := child.Tell(&explode{id: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := parent.Stop(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		select {
+		case m := <-dropped:
+			if e, ok := m.(*explode); !ok || e.id != i {
+				t.Fatalf("dropped #%d = %#v", i, m)
+			}
+		case <-ctxT(t).Done():
+			t.Fatalf("only %d of 3 messages handed to MessageDropped", i)
+		}
+	}
+	if st := child.Quota().Stats(); st.Depth != 0 {
+		t.Fatalf("budget not released: %+v", st)
 	}
 }

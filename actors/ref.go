@@ -132,17 +132,25 @@ func (r *Ref) Request(ctx context.Context, msg any) (any, error) {
 
 	select {
 	case v := <-rp.ch:
-		return v, nil
+		return replyOf(v)
 	case <-r.life.done:
 		select {
 		case v := <-rp.ch:
-			return v, nil
+			return replyOf(v)
 		default:
 			return nil, ErrStopped
 		}
 	case <-ctx.Done():
 		return nil, ctxErr(ctx.Err())
 	}
+}
+
+// replyOf turns the failure marker into ErrFailed.
+func replyOf(v any) (any, error) {
+	if _, ok := v.(*failedReply); ok {
+		return nil, ErrFailed
+	}
+	return v, nil
 }
 
 func ctxErr(err error) error {
@@ -188,21 +196,40 @@ type cell struct {
 	sys   *System
 	ref   *Ref
 	inner actor.Actor
-	// current is the user message being handled; it stays set when the
-	// handler panics, so MessageFailed can answer it.
+	// current is the user message being handled (and its sender); it
+	// stays set when the handler panics, so it can still be answered.
 	current any
+	sender  *actor.PID
 }
 
-// failed hands the message that panicked (if any) to the inner actor.
-func (c *cell) failed() {
-	m := c.current
-	c.current = nil
+// failed answers the message that panicked (if any): a Request's caller
+// gets ErrFailed, and the inner actor's MessageFailed sees it.
+func (c *cell) failed(ctx actor.Context) {
+	m, sender := c.current, c.sender
+	c.current, c.sender = nil, nil
 	if m == nil {
 		return
+	}
+	if sender != nil {
+		ctx.Send(sender, &failedReply{})
 	}
 	if fh, ok := c.inner.(FailureHandler); ok {
 		fh.MessageFailed(m)
 	}
+}
+
+// dropped hands every admitted message the stopped actor never handled to
+// its MessageDropped; a Request's caller ends with ErrStopped on its own.
+func (c *cell) dropped() {
+	fh, _ := c.inner.(FailureHandler)
+	c.ref.mb.DrainUser(func(msg any) {
+		if env, ok := msg.(*actor.MessageEnvelope); ok {
+			msg = env.Message
+		}
+		if fh != nil {
+			fh.MessageDropped(msg)
+		}
+	})
 }
 
 func (c *cell) Receive(ctx actor.Context) {
@@ -212,17 +239,22 @@ func (c *cell) Receive(ctx actor.Context) {
 		reg.SetState(c.ref.path, supervisor.Running)
 	case *actor.Restarting:
 		reg.SetState(c.ref.path, supervisor.Restarting)
-		c.failed()
+		c.failed(ctx)
 	case *actor.Stopping:
+		// Under the write lock: no Tell is between its check and its post
+		// once this returns, so DrainUser at Stopped sees every message.
+		c.ref.life.mu.Lock()
 		c.ref.life.dead.Store(true)
+		c.ref.life.mu.Unlock()
 		reg.SetState(c.ref.path, supervisor.Stopping)
-		c.failed()
+		c.failed(ctx)
 	case *actor.Stopped:
 		c.ref.life.dead.Store(true)
 		reg.SetState(c.ref.path, supervisor.Stopped)
 		defer c.ref.life.finish()
 		defer c.sys.forget(c.ref)
 		c.inner.Receive(ctx)
+		c.dropped()
 		return
 	case *spawnRequest:
 		ref, err := c.sys.SpawnChild(ctx, m.spec)
@@ -231,9 +263,9 @@ func (c *cell) Receive(ctx actor.Context) {
 	case *injectedPanic:
 		panic(m.reason)
 	default:
-		c.current = m
+		c.current, c.sender = m, ctx.Sender()
 		c.inner.Receive(ctx)
-		c.current = nil
+		c.current, c.sender = nil, nil
 		return
 	}
 	c.inner.Receive(ctx)

@@ -287,6 +287,45 @@ func (m *Mailbox) invokeUser(e entry) (ok bool) {
 	return true
 }
 
+// DrainUser removes every user message still queued (staged or waiting),
+// releases their budgets and hands each budgeted one to fn. The actor
+// system calls it once the actor has stopped, from the actor's own turn
+// (the consumer goroutine), so nothing it admitted is lost silently.
+func (m *Mailbox) DrainUser(fn func(msg any)) {
+	for {
+		for m.bi < m.bn {
+			e := m.batch[m.bi]
+			m.batch[m.bi] = entry{}
+			m.bi++
+			m.drop(e, fn)
+		}
+		m.mu.Lock()
+		n := 0
+		for n < batchSize && m.user.n > 0 {
+			m.batch[n] = m.user.pop()
+			n++
+		}
+		m.mu.Unlock()
+		m.bi, m.bn = 0, n
+		if n == 0 {
+			m.publish()
+			return
+		}
+		m.userCount.Add(int32(-n))
+	}
+}
+
+func (m *Mailbox) drop(e entry, fn func(any)) {
+	if !e.budgeted {
+		m.q.free.Add(-1)
+		return
+	}
+	m.relN++
+	m.relB += e.size
+	m.done++
+	fn(e.msg)
+}
+
 // entry is one queued message with the bytes it holds in the quota.
 type entry struct {
 	msg      any
