@@ -124,6 +124,7 @@ func (o *Options) Topology() *routemesh.Topology {
 
 // Host is a running process: its actor system, its MeshNodes and its tree.
 type Host struct {
+	failed      failWatch
 	sys         *actors.System
 	root        *actors.Ref
 	meshes      map[string]*routemesh.Node
@@ -139,16 +140,22 @@ func Start(ctx context.Context, o *Options) (*Host, error) {
 		return nil, err
 	}
 	sys := actors.NewSystem(actors.Config{Name: "zlink", Logger: o.logger})
+	h := &Host{sys: sys, meshes: map[string]*routemesh.Node{},
+		publishers: map[string]*fanout.Publisher{}, subscribers: map[string]*fanout.Subscriber{}}
+	// A MeshNode whose mesh actor keeps failing past its restart intensity
+	// is not escalated further: the host turns it into the node's visible,
+	// terminal Failed state.
+	sup := supervisor.DefaultConfig()
+	sup.OnGiveUp = h.failed.fail
 	root, err := sys.Spawn(actors.Spec{
-		Name: "host", Kind: "host", Supervisor: supervisor.DefaultConfig(),
+		Name: "host", Kind: "host", Supervisor: sup,
 		Producer: func() actor.Actor { return hostActor{} },
 	})
 	if err != nil {
 		_ = sys.Shutdown(ctx)
 		return nil, fmt.Errorf("zlink: spawn host: %w", err)
 	}
-	h := &Host{sys: sys, root: root, meshes: map[string]*routemesh.Node{},
-		publishers: map[string]*fanout.Publisher{}, subscribers: map[string]*fanout.Subscriber{}}
+	h.root = root
 	for _, b := range o.meshes {
 		cfg := b.Config()
 		if isNop(cfg.Logger) {
@@ -161,6 +168,7 @@ func Start(ctx context.Context, o *Options) (*Host, error) {
 		}
 		h.meshes[cfg.Mesh] = n
 		h.order = append(h.order, cfg.Mesh)
+		h.failed.watch(n)
 	}
 	if err := h.startFanout(ctx, o); err != nil {
 		_ = h.Stop(context.Background())

@@ -3,6 +3,10 @@ package actors
 import (
 	"errors"
 	"fmt"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/zlink-go/zlink/supervisor"
 )
 
 // ErrFailed is what Request returns when the actor panicked while
@@ -56,4 +60,11 @@ func (s *System) Lookup(path string) *Ref {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.refs[path]
+}
+
+// Self returns the Ref of the actor owning c. Call it from inside that
+// actor's Receive (typically in *actor.Started, to hand the Ref to timers
+// and goroutines of this incarnation).
+func (s *System) Self(c actor.Context) *Ref {
+	return s.Lookup(supervisor.PathOf(c.Self()))
 }

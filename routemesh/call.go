@@ -39,14 +39,15 @@ func (n *Node) Send(ctx context.Context, rid, packet string, payload []byte) err
 }
 
 func (n *Node) directTarget(rid string) (*link, error) {
-	if st := n.State(); st >= NodeStopping {
-		return nil, wire.ErrShuttingDown
+	v := n.load()
+	if err := v.refusal(n); err != nil {
+		return nil, err
 	}
 	var l *link
 	if rid == n.rid {
 		l = n.self
 	} else {
-		l = (*n.links.Load())[rid]
+		l = v.links[rid]
 	}
 	if l == nil {
 		return nil, fmt.Errorf("%w: no ready MeshNode %q in mesh %s", wire.ErrNoTarget, rid, n.cfg.Mesh)

@@ -1,6 +1,7 @@
 package routemesh
 
 import (
+	"context"
 	"sync"
 
 	"github.com/zlink-go/zlink/wire"
@@ -26,7 +27,8 @@ type pending struct {
 // small leaf structure guarded by a mutex (sharded to keep contention low),
 // because every call would otherwise pay two actor hops.
 type callTable struct {
-	shards [16]callShard
+	shards  [16]callShard
+	pending workCount // calls registered and not yet ended (Stop waits on it)
 }
 
 type callShard struct {
@@ -37,6 +39,7 @@ type callShard struct {
 
 func newCallTable() *callTable {
 	t := &callTable{}
+	t.pending.init()
 	for i := range t.shards {
 		t.shards[i].byCorr = map[uint64]*pending{}
 		t.shards[i].byPipe = map[string]map[uint64]struct{}{}
@@ -52,6 +55,7 @@ func (t *callTable) shard(corr uint64) *callShard { return &t.shards[corr&15] }
 func (t *callTable) add(corr uint64, pipe, rid string) *pending {
 	p := pendingPool.Get().(*pending)
 	p.pipe, p.rid = pipe, rid
+	t.pending.add()
 	s := t.shard(corr)
 	s.mu.Lock()
 	s.byCorr[corr] = p
@@ -80,6 +84,9 @@ func (t *callTable) take(corr uint64) *pending {
 		}
 	}
 	s.mu.Unlock()
+	if p != nil {
+		t.pending.done()
+	}
 	return p
 }
 
@@ -117,6 +124,7 @@ func (t *callTable) failPipe(pipe string, err error) int {
 		}
 		s.mu.Unlock()
 		for _, p := range ps {
+			t.pending.done()
 			p.done <- result{err: err, from: p.rid}
 			n++
 		}
@@ -138,12 +146,16 @@ func (t *callTable) failAll(err error) int {
 		clear(s.byPipe)
 		s.mu.Unlock()
 		for _, p := range ps {
+			t.pending.done()
 			p.done <- result{err: err, from: p.rid}
 			n++
 		}
 	}
 	return n
 }
+
+// wait returns once no call is pending, or with ctx's error.
+func (t *callTable) wait(ctx context.Context) error { return t.pending.wait(ctx) }
 
 // size is the number of pending calls.
 func (t *callTable) size() int {

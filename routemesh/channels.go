@@ -1,6 +1,7 @@
 package routemesh
 
 import (
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -8,15 +9,18 @@ import (
 
 	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/routemesh/internal/selection"
-	"github.com/zlink-go/zlink/wire"
 )
 
-// channelOwner is the runtime side of one ChannelName registration.
+// channelOwner is the part of one ChannelName registration that outlives
+// the actors: the Server owner's running-handler slots and hung tracker
+// (shared by every incarnation of channel:<name>) and the selection
+// report. The owner actor itself is in the node's view.
 type channelOwner struct {
 	name  string
 	role  Role
-	ref   *actors.Ref // Server role only: channel:<name>
-	track *hungTracker
+	reg   *channelReg
+	slots chan struct{} // Server only: running handlers
+	track *hungTracker  // Server only
 	// last is the last selection decision made by this node on the channel.
 	last  atomic.Pointer[Selection]
 	picks atomic.Uint64 // selections made, for sampling the report
@@ -48,62 +52,93 @@ type MemberResult struct {
 	Err   error
 }
 
-// startChannels spawns channel:<name> owners under a channels supervisor.
-func (n *Node) startChannels(parent *actors.Ref) error {
+// initChannels builds the durable part of every registration (before any
+// actor starts; immutable afterwards).
+func (n *Node) initChannels() {
 	n.channels = map[string]*channelOwner{}
-	sup, err := n.sys.Spawn(actors.Spec{
-		Name: "channels", Kind: "supervisor", Parent: parent,
-		Producer: func() actor.Actor { return nopActor{} },
-	})
-	if err != nil {
-		return err
-	}
-	weights := map[string]uint16{}
 	for _, reg := range n.cfg.channels {
-		co := &channelOwner{name: reg.name, role: reg.role}
+		co := &channelOwner{name: reg.name, role: reg.role, reg: reg}
 		if reg.role == RoleServer {
-			reg := reg
-			weights[reg.name] = uint16(reg.weight)
 			conc := reg.concurrency
 			if conc <= 0 {
 				conc = n.cfg.HandlerConcurrency
 			}
-			slots := make(chan struct{}, conc)
+			co.slots = make(chan struct{}, conc)
 			co.track = newHungTracker()
-			track := co.track
-			co.ref, err = n.sys.Spawn(actors.Spec{
-				Name: "channel:" + reg.name, Kind: "channel", Parent: sup,
-				MaxMessages: n.cfg.Socket.MailboxMessageBudget, MaxBytes: n.cfg.Socket.MailboxByteBudget,
-				Producer: func() actor.Actor {
-					return &ownerActor{n: n, channel: reg.name, requests: reg.requests, sends: reg.sends, slots: slots, track: track}
-				},
-			})
-			if err != nil {
-				return err
-			}
 		}
 		n.channels[reg.name] = co
 	}
-	n.weights.Store(&weights)
-	n.table.Apply(selection.Member{RID: n.rid, Generation: n.gen, Revision: 1, Servers: weights, Local: true})
-	return nil
+	n.directTrack = newHungTracker()
+	n.directSlots = make(chan struct{}, n.cfg.HandlerConcurrency)
 }
 
-// servers returns this node's current Server weights (do not modify).
-func (n *Node) servers() map[string]uint16 { return *n.weights.Load() }
+// initialWeights is the Server weight set the configuration starts with.
+func (n *Node) initialWeights() map[string]uint16 {
+	w := map[string]uint16{}
+	for _, reg := range n.cfg.channels {
+		if reg.role == RoleServer {
+			w[reg.name] = uint16(reg.weight)
+		}
+	}
+	return w
+}
+
+// directSpec is the Node-direct owner.
+func (n *Node) directSpec() actors.Spec {
+	return actors.Spec{
+		Name: "direct", Kind: "owner",
+		MaxMessages: n.cfg.Socket.MailboxMessageBudget, MaxBytes: n.cfg.Socket.MailboxByteBudget,
+		Producer: func() actor.Actor {
+			return &ownerActor{n: n, requests: n.cfg.directRequests, sends: n.cfg.directSends, slots: n.directSlots, track: n.directTrack}
+		},
+	}
+}
+
+// channelsActor is the channels supervisor of one mesh actor incarnation:
+// in Started it spawns one channel:<name> owner per Server registration
+// and reports them to the mesh actor, so a restart of this supervisor (or
+// of the mesh actor) rebuilds every owner from the configuration.
+type channelsActor struct {
+	n     *Node
+	mesh  *actors.Ref
+	epoch uint64
+}
+
+func (a *channelsActor) Receive(c actor.Context) {
+	if _, ok := c.Message().(*actor.Started); !ok {
+		return
+	}
+	n := a.n
+	owners := map[string]*actors.Ref{}
+	for name, co := range n.channels {
+		if co.role != RoleServer {
+			continue
+		}
+		co := co
+		ref, err := n.sys.SpawnChild(c, actors.Spec{
+			Name: "channel:" + name, Kind: "channel",
+			MaxMessages: n.cfg.Socket.MailboxMessageBudget, MaxBytes: n.cfg.Socket.MailboxByteBudget,
+			Producer: func() actor.Actor {
+				return &ownerActor{n: n, channel: co.name, requests: co.reg.requests, sends: co.reg.sends, slots: co.slots, track: co.track}
+			},
+		})
+		if err != nil {
+			panic(fmt.Errorf("zlink: mesh %s: spawn channel %s: %w", n.cfg.Mesh, name, err))
+		}
+		owners[name] = ref
+	}
+	_ = a.mesh.Tell(&channelsUp{epoch: a.epoch, owners: owners})
+}
 
 // headroom returns the admission headroom (free message slots) of every
 // Server channel of this node.
-func (n *Node) headroom() map[string]uint32 {
-	out := make(map[string]uint32, len(n.channels))
-	paused := n.admitPaused.Load()
-	for name, co := range n.channels {
-		if co.ref != nil {
-			if paused {
-				out[name] = 0 // refusing new work: callers skip this node
-			} else {
-				out[name] = quotaHeadroom(co.ref)
-			}
+func (n *Node) headroom(v *view) map[string]uint32 {
+	out := make(map[string]uint32, len(v.owners))
+	for name, ref := range v.owners {
+		if v.paused {
+			out[name] = 0 // refusing new work: callers skip this node
+		} else {
+			out[name] = quotaHeadroom(ref)
 		}
 	}
 	return out
@@ -123,9 +158,9 @@ func quotaHeadroom(r *actors.Ref) uint32 {
 
 // ---- select-one --------------------------------------------------------
 
-func (n *Node) channelFor(channel string) (*channelOwner, error) {
-	if st := n.State(); st >= NodeStopping {
-		return nil, wire.ErrShuttingDown
+func (n *Node) channelFor(v *view, channel string) (*channelOwner, error) {
+	if err := v.refusal(n); err != nil {
+		return nil, err
 	}
 	co := n.channels[channel]
 	if co == nil {
@@ -137,9 +172,9 @@ func (n *Node) channelFor(channel string) (*channelOwner, error) {
 // candidates builds the selection input of channel from the target table
 // and the live state of each member.
 // buf and lbuf are the caller's (usually stack) buffers.
-func (n *Node) candidates(channel string, buf []selection.Candidate, lbuf []*link) ([]selection.Candidate, []*link) {
+func (n *Node) candidates(v *view, channel string, buf []selection.Candidate, lbuf []*link) ([]selection.Candidate, []*link) {
 	targets := n.table.Snapshot().ServersShared(channel)
-	links := *n.links.Load()
+	links := v.links
 	ls := lbuf[:0]
 	for range targets {
 		ls = append(ls, nil)
@@ -148,9 +183,11 @@ func (n *Node) candidates(channel string, buf []selection.Candidate, lbuf []*lin
 		c := selection.Candidate{RID: t.RID, Weight: t.Weight, Local: t.Local}
 		if t.Local {
 			c.Ready = true
-			c.Draining = n.State() == NodeDraining
-			if co := n.channels[channel]; co != nil && co.ref != nil {
-				c.Full = n.admitPaused.Load() || quotaHeadroom(co.ref) == 0
+			c.Draining = v.state == NodeDraining
+			if ref := v.owners[channel]; ref != nil {
+				c.Full = v.paused || quotaHeadroom(ref) == 0
+			} else {
+				c.Full = true // the owner is restarting
 			}
 			ls[i] = n.self
 		} else if l := links[t.RID]; l != nil {

@@ -55,9 +55,8 @@ func TestWeights_LostPushConvergesThroughHeartbeats(t *testing.T) {
 	}
 	waitSeen(100, "the client never saw the server's initial weight")
 	// Change the weight the way applyWeight does, but without the push (as
-	// if the WeightUpdate envelope was lost). Nothing else writes weights
-	// here, and both fields are atomics.
-	srv.weights.Store(&map[string]uint16{"c": 7})
-	srv.revision.Add(1)
+	// if the WeightUpdate envelope was lost). The view is published with a
+	// compare-and-swap, so this write from the test cannot be lost either.
+	srv.update(func(v *view) { v.weights, v.revision = map[string]uint16{"c": 7}, v.revision+1 })
 	waitSeen(7, "a weight change whose push was lost never converged through heartbeats")
 }

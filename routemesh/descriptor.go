@@ -14,16 +14,19 @@ import (
 // mesh actor (the single writer of revision and weights) or before the
 // mesh actor starts, so revision and weights are read consistently.
 func (n *Node) descriptor() location.Descriptor {
-	servers := n.servers()
-	cp := make(map[string]uint16, len(servers))
-	for k, v := range servers {
-		cp[k] = v
+	v := n.load()
+	if v == nil { // before the mesh actor's first start
+		v = &view{state: NodeStarting, revision: 1, weights: n.initialWeights()}
+	}
+	cp := make(map[string]uint16, len(v.weights))
+	for k, w := range v.weights {
+		cp[k] = w
 	}
 	return location.Descriptor{
-		Mesh: n.cfg.Mesh, RID: n.rid, Generation: n.gen, Revision: n.revision.Load(),
+		Mesh: n.cfg.Mesh, RID: n.rid, Generation: n.gen, Revision: v.revision,
 		Endpoint: n.endpoint, Servers: cp, ObjectRole: locationRole(n.cfg.ObjectRole),
 		PlacementWeight: n.cfg.PlacementWeight, SecurityIdentity: n.trust.SecurityIdentity(),
-		Protocol: wire.ProtocolVersion, Draining: n.State() == NodeDraining,
+		Protocol: wire.ProtocolVersion, Draining: v.state == NodeDraining,
 	}
 }
 

@@ -27,7 +27,7 @@ func (m *meshActor) dial(in *intent) {
 		return
 	}
 	if in.rid != "" {
-		if l := (*m.n.links.Load())[in.rid]; l != nil {
+		if l := m.n.load().links[in.rid]; l != nil {
 			in.state = PeerReady // satisfied by a connection the peer dialed
 			return
 		}
@@ -91,7 +91,7 @@ func (m *meshActor) onDialDone(msg *dialDone) {
 	}, func(err error) { _ = n.ref.Tell(&pipeFailed{p: p, err: fmt.Errorf("%w: %w", wire.ErrPeerLost, err)}) })
 	p.w.closer = func() { _ = p.dealer.Close() }
 	m.pipes[p.id] = p
-	n.goTracked(p.w.run)
+	n.goWriter(p.w)
 	n.goTracked(func() { n.readDealer(p) })
 	hello := &wire.Hello{Identity: n.identity(), Nonce: ident.Nonce(), ExpectRID: in.adm.ExpectRID, ConfigGeneration: in.adm.ConfigGeneration}
 	p.hello, p.myNonce = hello, hello.Nonce

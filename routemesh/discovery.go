@@ -18,7 +18,6 @@ var errIntentRemoved = errors.New("zlink: connection intent withdrawn by discove
 
 // Messages of the discovery actor.
 type (
-	discStart struct{ self *actors.Ref }
 	discRound struct{}
 )
 
@@ -49,7 +48,8 @@ type (
 type discoveryActor struct {
 	n       *Node
 	store   location.Store
-	ctx     context.Context
+	ctx     context.Context // this incarnation's: cancelled when it ends
+	cancel  context.CancelFunc
 	self    *actors.Ref
 	pending *atomic.Bool // a round is queued
 
@@ -58,20 +58,33 @@ type discoveryActor struct {
 	sent    map[string]bool                 // manual endpoint → a match was sent
 }
 
-func newDiscoveryActor(n *Node, store location.Store, ctx context.Context) *discoveryActor {
-	return &discoveryActor{n: n, store: store, ctx: ctx, pending: new(atomic.Bool),
+func newDiscoveryActor(n *Node, store location.Store) *discoveryActor {
+	return &discoveryActor{n: n, store: store, pending: new(atomic.Bool),
 		applied: map[string]want{}, manual: map[string]*location.Descriptor{}, sent: map[string]bool{}}
 }
 
 func (a *discoveryActor) Receive(c actor.Context) {
-	switch msg := c.Message().(type) {
-	case *discStart:
-		a.self = msg.self
-		a.n.goTracked(a.watch)
+	switch c.Message().(type) {
+	case *actor.Started:
+		// Every incarnation starts from nothing: it re-lists the store and
+		// hands the mesh actor what it should hold (a restarted mesh actor
+		// holds nothing; one that kept running ignores repeats).
+		a.self = a.n.sys.Self(c)
+		a.ctx, a.cancel = context.WithCancel(a.n.dctx)
+		if !a.n.goTracked(a.watch) {
+			a.cancel()
+			return
+		}
 		a.poke()
+	case *actor.Restarting, *actor.Stopping:
+		if a.cancel != nil {
+			a.cancel() // ends this incarnation's watch and store calls
+		}
 	case *discRound:
-		a.pending.Store(false)
-		a.round()
+		if a.ctx.Err() == nil {
+			a.pending.Store(false)
+			a.round()
+		}
 	}
 }
 
@@ -260,11 +273,11 @@ func (m *meshActor) removeAuto(rid string) {
 // applyDescWeights applies a descriptor's larger revision to a ready link
 // of the same generation: a weight push that was lost converges here.
 func (m *meshActor) applyDescWeights(descs []location.Descriptor) {
-	links := *m.n.links.Load()
+	links := m.n.load().links
 	for i := range descs {
 		d := &descs[i]
 		if l := links[d.RID]; l != nil && l.gen == d.Generation && l.p != nil {
-			m.n.applyMember(l, d.Generation, d.Revision, d.Servers)
+			m.applyMember(l.p, d.Generation, d.Revision, d.Servers)
 		}
 	}
 }
@@ -291,7 +304,7 @@ func (m *meshActor) tryUpgrade(in *intent) {
 	if !in.pendingSet || in.auto || in.state == PeerNotRequired || in.p != nil {
 		return
 	}
-	if in.rid != "" && (*m.n.links.Load())[in.rid] != nil {
+	if in.rid != "" && m.n.load().links[in.rid] != nil {
 		return
 	}
 	d := in.pending
@@ -323,15 +336,10 @@ func (m *meshActor) descBacked(rid string) bool {
 	return false
 }
 
-// startDiscovery spawns the discovery actor under the mesh actor.
-func (n *Node) startDiscovery(store location.Store) error {
-	ref, err := n.sys.Spawn(actors.Spec{
-		Name: "discovery", Kind: "discovery", Parent: n.ref, MaxMessages: 1024,
-		Producer: func() actor.Actor { return newDiscoveryActor(n, store, n.dctx) },
-	})
-	if err != nil {
-		return err
+// discoverySpec is the discovery actor, a child of the mesh actor.
+func (n *Node) discoverySpec() actors.Spec {
+	return actors.Spec{
+		Name: "discovery", Kind: "discovery", MaxMessages: 1024,
+		Producer: func() actor.Actor { return newDiscoveryActor(n, n.store) },
 	}
-	n.disc = ref
-	return ref.Tell(&discStart{self: ref})
 }

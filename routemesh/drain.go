@@ -2,9 +2,10 @@ package routemesh
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"time"
 
+	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/wire"
 )
 
@@ -12,43 +13,66 @@ import (
 // (a drain notice to peers and the flag in heartbeats and descriptor), keeps
 // serving submitted work and Node-direct calls, and returns when no
 // admitted work is left (nil) or when the drain timeout (or ctx) passes
-// (ErrDrainTimeout). Drain adds no error of its own to any call.
+// (ErrDrainTimeout). Drain adds no error of its own to any call. A node
+// that is stopping or stopped answers ErrShuttingDown; a Failed node
+// ErrNodeFailed.
 func (n *Node) Drain(ctx context.Context) error {
-	if !n.state.CompareAndSwap(uint32(NodeReady), uint32(NodeDraining)) && n.State() != NodeDraining {
-		return wire.ErrShuttingDown
-	}
-	if _, err := n.ref.Request(ctx, &drainMsg{}); err != nil {
+	if err := n.load().refusal(n); err != nil {
 		return err
 	}
-	deadline := time.Now().Add(n.cfg.DrainTimeout)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	for n.inflight.Load() > 0 {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%w: %d admitted messages still running", ErrDrainTimeout, n.inflight.Load())
+	r, err := n.ref.Request(ctx, &drainMsg{})
+	if err != nil {
+		if errors.Is(err, actors.ErrStopped) {
+			if rerr := n.load().refusal(n); rerr != nil {
+				return rerr
+			}
+			return wire.ErrShuttingDown
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w: %w", ErrDrainTimeout, ctx.Err())
-		case <-time.After(2 * time.Millisecond):
-		}
+		return err
 	}
-	n.drained.Store(true)
+	if err, _ := r.(error); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, n.cfg.DrainTimeout)
+	defer cancel()
+	if err := n.work.wait(wctx); err != nil {
+		return fmt.Errorf("%w: %d admitted messages still running: %w", ErrDrainTimeout, n.work.load(), err)
+	}
 	n.log.Info().Msg("meshnode drained")
 	return nil
 }
 
 type drainMsg struct{}
 
-func (m *meshActor) announceDrain() {
+// drain runs on the mesh actor: the state moves to Draining (a node being
+// rebuilt resumes as Draining), the revision grows, peers and the
+// descriptor learn it. It answers nil, or why the node cannot drain.
+func (m *meshActor) drain() error {
 	n := m.n
-	n.revision.Add(1)
+	switch v := n.load(); v.state {
+	case NodeDraining:
+		return nil
+	case NodeReady:
+	case NodeStarting:
+		m.resume = NodeDraining
+	default:
+		if err := v.refusal(n); err != nil {
+			return err
+		}
+		return wire.ErrShuttingDown
+	}
+	v := n.update(func(v *view) {
+		if v.state == NodeReady {
+			v.state = NodeDraining
+		}
+		v.revision++
+	})
 	up := wire.Envelope{Kind: wire.KindDrain, Draining: true, Generation: n.gen}
-	for _, l := range *n.links.Load() {
+	for _, l := range v.links {
 		_ = l.p.w.control(outItem{env: up})
 	}
 	if n.onRevision != nil {
 		n.onRevision()
 	}
+	return nil
 }

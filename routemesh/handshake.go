@@ -25,7 +25,7 @@ func (m *meshActor) onHello(msg *inboundHello) {
 	}, func(err error) { _ = n.ref.Tell(&pipeFailed{p: p, err: fmt.Errorf("%w: %w", wire.ErrPeerLost, err)}) })
 	m.pipes[p.id] = p
 	n.inbnd.Store(p.id, p)
-	n.goTracked(p.w.run)
+	n.goWriter(p.w)
 	h := msg.hello
 	p.hello, p.remote, p.theirNonce = h, h.Identity, h.Nonce
 	switch {

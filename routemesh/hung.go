@@ -55,7 +55,7 @@ func (h *hungTracker) overdue(now time.Time) int {
 	return n
 }
 
-type hungCheck struct{}
+type hungCheck struct{ epoch uint64 }
 
 // hungSweep runs on the mesh actor: count hung handlers per owner, publish
 // them in the tree, pause or resume admission, and schedule the next sweep.
@@ -66,23 +66,23 @@ func (m *meshActor) hungSweep() {
 	}
 	now := time.Now()
 	total := 0
-	for _, o := range n.owners() {
+	for _, o := range n.owners(n.load()) {
 		c := o.track.overdue(now)
 		total += c
 		n.sys.Registry().SetHung(o.path, c)
 	}
-	n.hung.Store(int64(total))
 	limit := n.cfg.HungThreshold
-	switch paused := n.admitPaused.Load(); {
-	case limit > 0 && total >= limit && !paused:
-		n.admitPaused.Store(true)
+	was := n.load().paused
+	paused := limit > 0 && total >= limit
+	n.update(func(v *view) { v.hung, v.paused = int64(total), paused })
+	switch {
+	case paused && !was:
 		n.log.Warn().Int("hung", total).Int("threshold", limit).Msg("admission paused: too many hung handlers")
-	case paused && (limit <= 0 || total < limit):
-		n.admitPaused.Store(false)
+	case was && !paused:
 		n.log.Info().Int("hung", total).Msg("admission resumed")
 	}
-	ref := n.ref
-	time.AfterFunc(n.cfg.HungCheckInterval, func() { _ = ref.Tell(&hungCheck{}) })
+	ref, epoch := m.self, m.epoch
+	time.AfterFunc(n.cfg.HungCheckInterval, func() { _ = ref.Tell(&hungCheck{epoch: epoch}) })
 }
 
 // ownerInfo names one owner's tracker and tree path.
@@ -91,15 +91,13 @@ type ownerInfo struct {
 	track *hungTracker
 }
 
-func (n *Node) owners() []ownerInfo {
-	out := make([]ownerInfo, 0, len(n.channels)+1)
-	if n.direct != nil {
-		out = append(out, ownerInfo{path: n.direct.Path(), track: n.directTrack})
+func (n *Node) owners(v *view) []ownerInfo {
+	out := make([]ownerInfo, 0, len(v.owners)+1)
+	if v.direct != nil {
+		out = append(out, ownerInfo{path: v.direct.Path(), track: n.directTrack})
 	}
-	for _, co := range n.channels {
-		if co.ref != nil {
-			out = append(out, ownerInfo{path: co.ref.Path(), track: co.track})
-		}
+	for name, ref := range v.owners {
+		out = append(out, ownerInfo{path: ref.Path(), track: n.channels[name].track})
 	}
 	return out
 }

@@ -27,17 +27,18 @@ func (m *inbound) Size() int { return m.env.Size() }
 // remote request with an Error envelope (ErrBusy) and is returned for a
 // local one, so both callers see the same terminal result.
 func (n *Node) deliver(from *link, e *wire.Envelope) error {
-	owner, err := n.ownerFor(e.Channel)
-	if err == nil && n.admitPaused.Load() {
-		err = fmt.Errorf("%w: admission paused: %d handlers are hung", wire.ErrBusy, n.hung.Load())
+	v := n.load()
+	owner, err := n.ownerFor(v, e.Channel)
+	if err == nil && v.paused {
+		err = fmt.Errorf("%w: admission paused: %d handlers are hung", wire.ErrBusy, v.hung)
 		owner = nil
 	}
 	if owner != nil {
-		n.inflight.Add(1)
+		n.work.add()
 		err = owner.Tell(&inbound{env: *e, from: from})
 		if err != nil {
-			n.inflight.Add(-1)
-			err = admissionError(err)
+			n.work.done()
+			err = n.admissionError(err)
 		}
 	}
 	if err == nil {
@@ -49,24 +50,40 @@ func (n *Node) deliver(from *link, e *wire.Envelope) error {
 	return err
 }
 
-// admissionError maps an owner's refusal to the caller-visible result.
-func admissionError(err error) error {
+// admissionError maps an owner's refusal to the caller-visible result: a
+// full mailbox is ErrBusy (the same result a remote refusal gives); a
+// stopped owner is ErrShuttingDown while the node stops, else ErrBusy (the
+// owner is being restarted: the message was not run).
+func (n *Node) admissionError(err error) error {
 	var full *mailbox.FullError
 	if errors.As(err, &full) {
-		return fmt.Errorf("%w: %s", wire.ErrBusy, full.Error()) // ErrBusy only: the same result a remote refusal gives
+		return fmt.Errorf("%w: %s", wire.ErrBusy, full.Error())
 	}
 	if errors.Is(err, actors.ErrStopped) {
-		return fmt.Errorf("%w: %w", wire.ErrShuttingDown, err)
+		if r := n.load().refusal(n); r != nil {
+			return r
+		}
+		return errOwnerRestarting
 	}
 	return err
 }
 
-func (n *Node) ownerFor(channel string) (*actors.Ref, error) {
+// errOwnerRestarting answers a message whose owner is being restarted: it
+// was not run, so the caller may retry it.
+var errOwnerRestarting = fmt.Errorf("%w: the handler owner is restarting", wire.ErrBusy)
+
+func (n *Node) ownerFor(v *view, channel string) (*actors.Ref, error) {
 	if channel == "" {
-		return n.direct, nil
+		if v.direct == nil {
+			return nil, errOwnerRestarting
+		}
+		return v.direct, nil
 	}
-	if co := n.channels[channel]; co != nil && co.ref != nil {
-		return co.ref, nil
+	if ref := v.owners[channel]; ref != nil {
+		return ref, nil
+	}
+	if co := n.channels[channel]; co != nil && co.role == RoleServer {
+		return nil, errOwnerRestarting
 	}
 	return nil, fmt.Errorf("%w: %w: %s", wire.ErrNoTarget, ErrUnknownChannel, channel)
 }

@@ -24,37 +24,27 @@ func (m *meshActor) makeReady(p *pipe) {
 	}
 	p.link = l
 	p.w.maxBatch = int(min(uint64(p.w.maxBatch), max(l.recvLimit, 1<<10)))
-	ref, err := n.sys.Spawn(actors.Spec{
-		Name: "peer:" + l.rid + "#" + strconv.FormatUint(n.peerSeq.Add(1), 10), Kind: "peer", Parent: n.peers,
+	// A child of the mesh actor, spawned without waiting on anyone; it
+	// starts its liveness machine in its own Started.
+	ref, err := n.sys.SpawnChild(m.c, actors.Spec{
+		Name: "peer:" + l.rid + "#" + strconv.FormatUint(n.peerSeq.Add(1), 10), Kind: "peer",
 		MaxMessages: 4096,
-		Producer:    func() actor.Actor { return newPeerActor(n, p, l) },
+		Producer:    func() actor.Actor { return newPeerActor(n, m.self, p, l) },
 	})
 	if err != nil {
 		m.dropPipe(p, err)
 		return
 	}
 	l.peer = ref
-	_ = ref.Tell(&peerStart{self: ref})
 	p.state.Store(uint32(pipeReady))
-	m.publish(func(links map[string]*link) { links[l.rid] = l })
-	n.applyMember(l, p.remote.Generation, p.remote.Revision, p.remote.Servers)
+	n.update(func(v *view) { v.links = withLink(v.links, l.rid, l) })
+	m.applyMember(p, p.remote.Generation, p.remote.Revision, p.remote.Servers)
 	for _, in := range m.intents {
 		if in.p == p || (in.rid == l.rid && in.p == nil) {
 			in.rid, in.state, in.attempts, in.lastErr, in.since = l.rid, PeerReady, 0, nil, time.Now()
 		}
 	}
 	n.log.Info().Str("peer", l.rid).Str("pipe", p.id).Bool("outbound", p.outbound).Msg("peer ready")
-}
-
-// publish swaps the ready-link table (copy on write).
-func (m *meshActor) publish(edit func(map[string]*link)) {
-	cur := *m.n.links.Load()
-	next := make(map[string]*link, len(cur)+1)
-	for k, v := range cur {
-		next[k] = v
-	}
-	edit(next)
-	m.n.links.Store(&next)
 }
 
 // dropPipe closes p and undoes whatever it held: its ready link, its
@@ -90,8 +80,8 @@ func (m *meshActor) dropPipe(p *pipe, reason error) {
 				m.adm.PeerLost(l.rid, l.gen)
 			}
 		}
-		if cur := (*n.links.Load())[l.rid]; cur == l {
-			m.publish(func(links map[string]*link) { delete(links, l.rid) })
+		if cur := n.load().links[l.rid]; cur == l {
+			n.update(func(v *view) { v.links = withLink(v.links, l.rid, nil) })
 			n.table.Remove(l.rid, l.gen)
 		}
 		if l.peer != nil {

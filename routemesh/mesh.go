@@ -8,15 +8,18 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/go-zeromq/zmq4"
 
+	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/location"
 	"github.com/zlink-go/zlink/routemesh/internal/admission"
+	"github.com/zlink-go/zlink/routemesh/internal/selection"
+	"github.com/zlink-go/zlink/supervisor"
 	"github.com/zlink-go/zlink/wire"
 )
 
 // Messages of the mesh actor.
 type (
-	startMsg     struct{}
-	stopMsg      struct{}
+	stopMsg      struct{ reason error }
+	beginStop    struct{}
 	statusReq    struct{}
 	inboundHello struct {
 		id    string
@@ -45,6 +48,19 @@ type (
 		p      *pipe
 		reason error
 	}
+	// memberUpdate is a peer's Server set, sent by its peer actor; it
+	// changes the table only while p is the peer's current ready pipe.
+	memberUpdate struct {
+		p        *pipe
+		gen, rev uint64
+		servers  map[string]uint16
+	}
+	// channelsUp reports the channel owners spawned by the channels
+	// supervisor of mesh actor incarnation epoch.
+	channelsUp struct {
+		epoch  uint64
+		owners map[string]*actors.Ref
+	}
 	redial           struct{ in *intent }
 	handshakeTimeout struct{ p *pipe }
 )
@@ -71,15 +87,26 @@ type intent struct {
 }
 
 // meshActor owns the MeshNode's topology: handshakes and admission, pipes,
-// connection intents and the ready-link table callers read. It never blocks:
-// dials run on tracked goroutines and report back.
+// connection intents, and the node's view (view.go) that callers read. It
+// never blocks: dials run on tracked goroutines and report back.
+//
+// Restart is rebuild: every incarnation does all its setup in Started
+// (children, admission machine, intents from the configuration, the view
+// from the last published one), and the old incarnation tears down in
+// Restarting (goodbye to peers, every pipe dropped so its calls end
+// ErrPeerLost, intents withdrawn so late dial results and timers of the
+// old incarnation change nothing).
 type meshActor struct {
 	n       *Node
+	self    *actors.Ref
+	epoch   uint64 // incarnation: stale timers and reports are ignored
 	adm     *admission.Machine
 	pipes   map[string]*pipe
 	intents []*intent
 	auto    map[string]*autoPeer // automatic peers this node does not dial
 	stopped bool
+	resume  NodeState     // the state to resume once the channel owners are up
+	c       actor.Context // this actor's context (stable across restarts): spawns children
 	// authLogged remembers endpoint+generation pairs whose authentication
 	// failure was logged, so each is logged once.
 	authLogged map[string]struct{}
@@ -89,14 +116,22 @@ func newMeshActor(n *Node) *meshActor {
 	return &meshActor{n: n, pipes: map[string]*pipe{}, auto: map[string]*autoPeer{}, authLogged: map[string]struct{}{}}
 }
 
+var _ actors.FailureHandler = (*meshActor)(nil)
+
 func (m *meshActor) Receive(c actor.Context) {
 	switch msg := c.Message().(type) {
-	case *startMsg:
-		m.start()
-		m.hungSweep()
-		c.Respond(true)
+	case *actor.Started:
+		m.start(c)
+	case *actor.Restarting:
+		m.teardown(fmt.Errorf("%w: the MeshNode's actors restarted", wire.ErrPeerLost))
+	case *actor.Stopping:
+		m.teardown(wire.ErrShuttingDown)
+	case *channelsUp:
+		m.onChannelsUp(msg)
 	case *hungCheck:
-		m.hungSweep()
+		if msg.epoch == m.epoch {
+			m.hungSweep()
+		}
 	case *statusReq:
 		c.Respond(m.status())
 	case *inboundHello:
@@ -116,6 +151,8 @@ func (m *meshActor) Receive(c actor.Context) {
 		}
 	case *peerLost:
 		m.dropPipe(msg.p, msg.reason)
+	case *memberUpdate:
+		m.applyMember(msg.p, msg.gen, msg.rev, msg.servers)
 	case *redial:
 		msg.in.waiting = false
 		m.dial(msg.in)
@@ -127,8 +164,7 @@ func (m *meshActor) Receive(c actor.Context) {
 		m.applyWeight(msg)
 		c.Respond(true)
 	case *drainMsg:
-		m.announceDrain()
-		c.Respond(true)
+		c.Respond(m.drain())
 	case *discChange:
 		m.applyChange(msg.c)
 		c.Respond(true)
@@ -137,11 +173,37 @@ func (m *meshActor) Receive(c actor.Context) {
 	case *manualMatch:
 		m.matchManual(msg)
 		c.Respond(true)
-	case *stopMsg:
-		m.stop()
+	case *beginStop:
+		m.n.setState(NodeStopping)
 		c.Respond(true)
-	case *actor.Stopping:
-		m.stop()
+	case *stopMsg:
+		m.teardown(msg.reason)
+		c.Respond(true)
+	}
+}
+
+// MessageFailed answers the message the actor panicked on (the panic is
+// the supervisor's business; the message must not leave anyone waiting).
+func (m *meshActor) MessageFailed(msg any) { m.release(msg) }
+
+// MessageDropped answers a message left in the mailbox when the actor
+// stopped.
+func (m *meshActor) MessageDropped(msg any) { m.release(msg) }
+
+func (m *meshActor) release(msg any) {
+	switch msg := msg.(type) {
+	case *handshakeFrame:
+		if msg.done != nil {
+			select {
+			case <-msg.done:
+			default:
+				close(msg.done)
+			}
+		}
+	case *dialDone:
+		if msg.dealer != nil {
+			_ = msg.dealer.Close()
+		}
 	}
 }
 
@@ -169,21 +231,108 @@ func admissionRole(r uint8) admission.ObjectRole {
 	}
 }
 
-func (m *meshActor) start() {
+// start builds this incarnation: children, admission, intents, view.
+// Spawning a child can fail only when the actor system is shutting down;
+// then this panics, and the supervisor decides.
+func (m *meshActor) start(c actor.Context) {
+	n := m.n
+	m.self, m.c = n.sys.Self(c), c
+	if n.ref == nil {
+		n.ref = m.self // first incarnation; the Ref survives restarts
+	}
+	m.epoch = n.incarnations.Add(1)
+	prev := n.v.Load()
+	m.resume = NodeReady
+	if prev == nil {
+		n.v.Store(&view{state: NodeStarting, revision: 1, weights: n.initialWeights(), links: map[string]*link{}})
+	} else {
+		if prev.state == NodeDraining {
+			m.resume = NodeDraining
+		}
+		n.update(func(v *view) {
+			if v.state != NodeDraining {
+				v.state = NodeStarting
+			}
+			v.links, v.direct, v.owners = map[string]*link{}, nil, nil
+		})
+	}
+	v := n.load()
+	n.table.Apply(selection.Member{RID: n.rid, Generation: n.gen, Revision: v.revision, Servers: v.weights, Local: true})
+
+	direct := m.spawn(c, n.directSpec())
+	n.update(func(v *view) { v.direct = direct })
+	epoch := m.epoch
+	m.spawn(c, actors.Spec{Name: "channels", Kind: "supervisor", Supervisor: supervisor.DefaultConfig(),
+		Producer: func() actor.Actor { return &channelsActor{n: n, mesh: m.self, epoch: epoch} }})
+	if n.needsDiscovery() {
+		m.spawn(c, n.discoverySpec())
+	}
+
 	m.adm = admission.New(m.local(), requiredCaps)
-	for _, pc := range m.n.cfg.Peers {
+	for _, pc := range n.cfg.Peers {
 		in := &intent{
 			cfg:   pc,
-			adm:   admission.Intent{Endpoint: pc.Endpoint, ExpectRID: pc.ExpectRID, ConfigGeneration: m.n.cfg.ConfigGeneration},
+			adm:   admission.Intent{Endpoint: pc.Endpoint, ExpectRID: pc.ExpectRID, ConfigGeneration: n.cfg.ConfigGeneration},
 			state: PeerConnecting,
 			since: time.Now(),
 		}
 		m.intents = append(m.intents, in)
 		m.dial(in)
 	}
+	m.hungSweep()
 }
 
-// ---- handshake ---------------------------------------------------------
+func (m *meshActor) spawn(c actor.Context, spec actors.Spec) *actors.Ref {
+	ref, err := m.n.sys.SpawnChild(c, spec)
+	if err != nil {
+		panic(fmt.Errorf("zlink: mesh %s: spawn %s: %w", m.n.cfg.Mesh, spec.Name, err))
+	}
+	return ref
+}
+
+// onChannelsUp installs the channel owners of this incarnation; the node
+// is ready (or draining again) from here on.
+func (m *meshActor) onChannelsUp(msg *channelsUp) {
+	if msg.epoch != m.epoch || m.stopped {
+		return
+	}
+	n := m.n
+	v := n.update(func(v *view) {
+		v.owners = msg.owners
+		if v.state == NodeStarting {
+			v.state = m.resume
+		}
+	})
+	if v.state == NodeReady || v.state == NodeDraining {
+		n.readyMu.Do(func() { close(n.ready) })
+	}
+}
+
+// teardown ends this incarnation: peers get a goodbye (flushed by each
+// writer as it stops), every pipe is dropped (its pending calls end with
+// ErrPeerLost, or ErrShuttingDown on Stop) and every intent is withdrawn.
+// The children are stopped by the actor system.
+func (m *meshActor) teardown(reason error) {
+	if m.stopped {
+		return
+	}
+	m.stopped = true
+	for _, p := range m.pipes {
+		if p.getState() == pipeReady {
+			_ = p.w.control(outItem{env: wire.Envelope{Kind: wire.KindGoodbye}})
+		}
+	}
+	for _, p := range m.pipes {
+		m.dropPipe(p, reason)
+	}
+	for _, in := range m.intents {
+		in.removed = true
+		if in.p != nil {
+			in.p.close()
+		}
+	}
+	m.intents = nil
+}
 
 func errString(err error) string {
 	if err == nil {
@@ -198,9 +347,9 @@ func (m *meshActor) heartbeat(seq uint64) wire.Envelope { return m.n.heartbeat(s
 // set (so a lost weight update converges without a Location Store), the
 // drain flag and the admission headroom of every Server channel.
 func (n *Node) heartbeat(seq uint64) wire.Envelope {
-	rev := n.revision.Load() // before the weights: see applyWeight
-	return wire.Envelope{Kind: wire.KindHeartbeat, Generation: n.gen, Revision: rev,
-		Servers: n.servers(), Headroom: n.headroom(), Draining: n.State() == NodeDraining, Seq: seq}
+	v := n.load()
+	return wire.Envelope{Kind: wire.KindHeartbeat, Generation: n.gen, Revision: v.revision,
+		Servers: v.weights, Headroom: n.headroom(v), Draining: v.state == NodeDraining, Seq: seq}
 }
 
 // ---- status and stop ---------------------------------------------------
@@ -208,7 +357,7 @@ func (n *Node) heartbeat(seq uint64) wire.Envelope {
 func (m *meshActor) status() Status {
 	st := m.n.baseStatus()
 	seen := map[string]bool{}
-	for _, l := range *m.n.links.Load() {
+	for _, l := range m.n.load().links {
 		ps := PeerStatus{RID: l.rid, State: PeerReady, Outbound: l.p.outbound, Pipe: l.p.id, Since: l.p.started,
 			Descriptor: m.descBacked(l.rid)}
 		if l.draining.Load() {
@@ -257,28 +406,6 @@ func (m *meshActor) status() Status {
 	}
 	sort.Slice(st.Peers, func(i, j int) bool { return st.Peers[i].RID < st.Peers[j].RID })
 	return st
-}
-
-func (m *meshActor) stop() {
-	if m.stopped {
-		return
-	}
-	m.stopped = true
-	for _, p := range m.pipes {
-		if p.getState() == pipeReady {
-			_ = p.w.control(outItem{env: wire.Envelope{Kind: wire.KindGoodbye}})
-		}
-	}
-	// Give writers a short, bounded chance to flush the goodbyes.
-	deadline := time.Now().Add(200 * time.Millisecond)
-	for _, p := range m.pipes {
-		for p.w.depth() > 0 && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
-		}
-	}
-	for _, p := range m.pipes {
-		m.dropPipe(p, wire.ErrShuttingDown)
-	}
 }
 
 // nopActor is a pure supervisor node in the tree.

@@ -16,10 +16,11 @@ import (
 // terminal result, sorted by RID. A member at capacity answers ErrBusy in
 // its own result. No eligible member → ErrNoTarget.
 func (n *Node) Multicast(ctx context.Context, channel, packet string, payload []byte) ([]MemberResult, error) {
-	if _, err := n.channelFor(channel); err != nil {
+	v := n.load()
+	if _, err := n.channelFor(v, channel); err != nil {
 		return nil, err
 	}
-	cands, ls := n.candidates(channel, make([]selection.Candidate, 0, 8), nil)
+	cands, ls := n.candidates(v, channel, make([]selection.Candidate, 0, 8), nil)
 	targets, _ := selection.Multicast(cands)
 	if len(targets) == 0 {
 		return nil, fmt.Errorf("%w: no eligible remote Server on %s", wire.ErrNoTarget, channel)

@@ -50,16 +50,24 @@ type Deps struct {
 }
 
 // Node is one running MeshNode. All methods are safe for concurrent use.
+//
+// Ownership: the node's mutable state lives in the view (view.go), written
+// by the mesh actor only; the actors own everything else (pipes, intents,
+// admission and liveness machines). The fields below are either fixed
+// before the mesh actor starts, leaf structures with their own
+// synchronisation (calls, counters, histograms, the selection table, rng),
+// or written once by their single owner (see docs/architecture.md).
 type Node struct {
 	cfg       *Config
 	log       zerolog.Logger
 	sys       *actors.System
+	parent    *actors.Ref
 	rid       string
 	gen       uint64
-	revision  atomic.Uint64
 	trust     wire.Trust
 	recvLimit uint64
 	endpoint  string
+	store     location.Store
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -68,44 +76,45 @@ type Node struct {
 	hctx    context.Context
 	hcancel context.CancelFunc
 	wg      sync.WaitGroup
+	writers sync.WaitGroup // pipe writers (a subset of wg): Stop waits for their last flush
 	goMu    sync.Mutex
 	goDone  bool
 
+	v       atomic.Pointer[view]
 	router  zmq4.Socket
-	state   atomic.Uint32
 	calls   *callTable
 	corr    atomic.Uint64
-	links   atomic.Pointer[map[string]*link] // ready peers by RID (copy-on-write, written by the mesh actor)
-	inbnd   sync.Map                         // pipe id → *pipe for inbound pipes on the ROUTER
+	inbnd   sync.Map // pipe id → *pipe for inbound pipes on the ROUTER (written by the mesh actor)
 	self    *link
 	cnt     counters
 	peerSeq atomic.Uint64
 	lat     histogram
 
-	channels map[string]*channelOwner          // immutable after Start
-	weights  atomic.Pointer[map[string]uint16] // this node's Server weights (written by the mesh actor)
-	table    *selection.Table                  // channel target table (members and their weights)
-	rngMu    sync.Mutex                        // guards rng (a leaf: one pick per call)
-	rng      *rand.Rand                        // weighted selection
-	inflight atomic.Int64                      // admitted inbound messages not yet handled
-	running  atomic.Int64                      // running handler goroutines
+	channels map[string]*channelOwner // immutable after Start
+	table    *selection.Table         // channel target table (written by the mesh actor)
+	rngMu    sync.Mutex               // guards rng (a leaf: one pick per call)
+	rng      *rand.Rand               // weighted selection
+	work     workCount                // admitted inbound work not yet finished (drain, stop)
 	// Hung-handler detection (hung.go).
 	directTrack *hungTracker
-	hung        atomic.Int64 // hung handlers at the last sweep
-	admitPaused atomic.Bool  // too many hung handlers: refuse new work
-	callsClosed atomic.Bool  // Stop has failed every pending call
-	drained     atomic.Bool
+	directSlots chan struct{} // Node-direct running handlers (shared by every owner incarnation)
+	// incarnations counts mesh actor incarnations (each one's epoch).
+	incarnations atomic.Uint64
+	callsClosed atomic.Bool // Stop has failed every pending call (written by Stop)
 	// onRevision, when set (a Location Store is configured), republishes
-	// the descriptor after a weight change or drain. Runs on the mesh actor.
+	// the descriptor after a weight change or drain. Set before the mesh
+	// actor starts; runs on the mesh actor.
 	onRevision func()
 	lease      *lease             // descriptor publisher; nil without a store
 	dctx       context.Context    // discovery and lease; cancelled first on Stop
 	dcancel    context.CancelFunc //
-	disc       *actors.Ref        // discovery actor; nil when not running
 
-	ref    *actors.Ref // mesh:<name>
-	peers  *actors.Ref // peers supervisor
-	direct *actors.Ref // Node-direct owner
+	// ref is the mesh actor. It keeps its identity across the actor's
+	// restarts; written once, by the actor's first start.
+	ref     *actors.Ref
+	ready   chan struct{} // closed when the node first becomes ready
+	readyMu sync.Once
+	failErr atomic.Pointer[error] // why the node failed (Failed state)
 
 	stopOnce sync.Once
 	stopErr  error
@@ -118,22 +127,25 @@ type link struct {
 	p          *pipe // nil for the local node
 	objectRole uint8
 	recvLimit  uint64
-	draining   atomic.Bool
-	peer       *actors.Ref
-	full       map[string]*atomic.Bool // per Server channel of the peer: last reported at capacity
+	// draining and full are what the peer last reported, written by the
+	// link's peer actor (and full also by a caller reading a reply's
+	// headroom): hints for selection, leaf atomics.
+	draining atomic.Bool
+	peer     *actors.Ref
+	full     map[string]*atomic.Bool // per Server channel of the peer: last reported at capacity
 }
 
-// Start binds the MeshNode's ROUTER, spawns its actors and starts its
-// manual connection intents. The Config must have passed Topology.Validate.
+// Start binds the MeshNode's ROUTER, spawns its mesh actor (which spawns
+// its children and starts the manual connection intents) and waits until
+// the node is ready or ctx ends.
 func Start(ctx context.Context, cfg *Config, deps Deps) (*Node, error) {
 	if deps.System == nil {
 		return nil, &ConfigError{Mesh: cfg.Mesh, Err: ErrInvalid, Detail: "no actor system"}
 	}
 	zguard.Register()
-	n := &Node{cfg: cfg, sys: deps.System, calls: newCallTable()}
-	n.state.Store(uint32(NodeStarting))
+	n := &Node{cfg: cfg, sys: deps.System, parent: deps.Parent, store: deps.Store, calls: newCallTable(),
+		ready: make(chan struct{})}
 	n.gen = ident.Generation()
-	n.revision.Store(1)
 	n.rid = cfg.RID
 	switch {
 	case cfg.RIDPrefix != "":
@@ -150,92 +162,82 @@ func Start(ctx context.Context, cfg *Config, deps Deps) (*Node, error) {
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.dctx, n.dcancel = context.WithCancel(context.Background())
 	n.hctx, n.hcancel = context.WithCancel(context.Background())
-	empty := map[string]*link{}
-	n.links.Store(&empty)
 	n.self = &link{rid: n.rid, gen: n.gen, objectRole: uint8(cfg.ObjectRole), recvLimit: n.recvLimit}
 	n.table = selection.NewTable()
 	n.rng = newRand(cfg.SelectionSeed)
+	n.work.init()
+	n.initChannels()
+	closeAll := func() {
+		n.cancel()
+		n.hcancel()
+		n.dcancel()
+	}
 
-	// Actors: mesh:<name> → peers, direct.
+	// The ROUTER belongs to the node, not to an actor instance: its
+	// endpoint never changes while the node runs, restarts included.
+	gcfg := n.guardConfig()
+	gcfg.OnConnClosed = func(ev zguard.ConnEvent) {
+		// A connection refused for claiming a live identity is not the
+		// live pipe closing.
+		if ev.Identity != "" && !errors.Is(ev.Reason, zguard.ErrDuplicateIdentity) {
+			if ref := n.meshRef(); ref != nil {
+				_ = ref.Tell(&connClosed{id: ev.Identity, reason: ev.Reason})
+			}
+		}
+	}
+	n.router = zmq4.NewRouter(zguard.WithConfig(n.ctx, gcfg), zmq4.WithID(zmq4.SocketIdentity("router/"+n.rid)))
+	lep, err := zguard.Endpoint(cfg.Listen)
+	if err != nil {
+		closeAll()
+		return nil, &ConfigError{Mesh: cfg.Mesh, Err: ErrInvalid, Detail: err.Error()}
+	}
+	if err := n.router.Listen(lep); err != nil {
+		_ = n.router.Close()
+		closeAll()
+		return nil, fmt.Errorf("zlink: mesh %s: listen %s: %w", cfg.Mesh, cfg.Listen, err)
+	}
+	n.endpoint = ident.Advertised(n.router.Addr(), cfg.AdvertiseHost)
+	n.log = n.log.With().Str("endpoint", n.endpoint).Logger()
+	if deps.Store != nil {
+		n.lease = newLease(n, deps.Store, n.descriptor())
+		le := n.lease
+		n.onRevision = func() { le.set(n.descriptor()) }
+	}
+
+	// The mesh actor does the rest in its Started, on every (re)start.
 	meshRef, err := n.sys.Spawn(actors.Spec{
 		Name: "mesh:" + cfg.Mesh, Kind: "meshnode", Parent: deps.Parent,
 		MaxMessages: 1 << 16, MaxBytes: 0,
 		Supervisor: supervisor.DefaultConfig(),
 		Producer:   func() actor.Actor { return newMeshActor(n) },
 	})
-	if err != nil {
-		n.cancel()
-		n.hcancel()
-		return nil, fmt.Errorf("zlink: spawn mesh actor: %w", err)
-	}
-	n.ref = meshRef
 	fail := func(err error) (*Node, error) {
-		n.cancel()
-		n.hcancel()
-		n.dcancel()
-		_ = meshRef.Stop(context.Background())
+		if meshRef != nil {
+			_ = meshRef.Stop(context.Background())
+		}
+		n.goMu.Lock()
+		n.goDone = true
+		n.goMu.Unlock()
+		_ = n.router.Close()
+		closeAll()
+		n.wg.Wait()
 		return nil, err
 	}
-	if n.peers, err = n.sys.Spawn(actors.Spec{
-		Name: "peers", Kind: "supervisor", Parent: meshRef,
-		Supervisor: supervisor.DefaultConfig(),
-		Producer:   func() actor.Actor { return nopActor{} },
-	}); err != nil {
-		return fail(err)
-	}
-	directSlots := make(chan struct{}, cfg.HandlerConcurrency)
-	n.directTrack = newHungTracker()
-	if n.direct, err = n.sys.Spawn(actors.Spec{
-		Name: "direct", Kind: "owner", Parent: meshRef,
-		MaxMessages: cfg.Socket.MailboxMessageBudget, MaxBytes: cfg.Socket.MailboxByteBudget,
-		Producer: func() actor.Actor {
-			return &ownerActor{n: n, requests: cfg.directRequests, sends: cfg.directSends, slots: directSlots, track: n.directTrack}
-		},
-	}); err != nil {
-		return fail(err)
-	}
-	if err := n.startChannels(meshRef); err != nil {
-		return fail(err)
-	}
-
-	// Bind the ROUTER through the guarded transport.
-	gcfg := n.guardConfig()
-	gcfg.OnConnClosed = func(ev zguard.ConnEvent) {
-		// A connection refused for claiming a live identity is not the
-		// live pipe closing.
-		if ev.Identity != "" && !errors.Is(ev.Reason, zguard.ErrDuplicateIdentity) {
-			_ = n.ref.Tell(&connClosed{id: ev.Identity, reason: ev.Reason})
-		}
-	}
-	n.router = zmq4.NewRouter(zguard.WithConfig(n.ctx, gcfg), zmq4.WithID(zmq4.SocketIdentity("router/"+n.rid)))
-	lep, err := zguard.Endpoint(cfg.Listen)
 	if err != nil {
-		return fail(&ConfigError{Mesh: cfg.Mesh, Err: ErrInvalid, Detail: err.Error()})
+		return fail(fmt.Errorf("zlink: spawn mesh actor: %w", err))
 	}
-	if err := n.router.Listen(lep); err != nil {
-		_ = n.router.Close()
-		return fail(fmt.Errorf("zlink: mesh %s: listen %s: %w", cfg.Mesh, cfg.Listen, err))
+	select {
+	case <-n.ready:
+	case <-meshRef.Done():
+		return fail(fmt.Errorf("zlink: mesh %s: start: %w", cfg.Mesh, n.failure()))
+	case <-ctx.Done():
+		return fail(fmt.Errorf("zlink: mesh %s: start: %w", cfg.Mesh, ctx.Err()))
 	}
-	n.endpoint = ident.Advertised(n.router.Addr(), cfg.AdvertiseHost)
-	n.log = n.log.With().Str("endpoint", n.endpoint).Logger()
-	n.goTracked(n.readRouter)
-
-	// Intents and readiness are applied by the mesh actor, in order.
-	if _, err := meshRef.Request(ctx, &startMsg{}); err != nil {
-		_ = n.router.Close()
-		return fail(fmt.Errorf("zlink: mesh %s: start: %w", cfg.Mesh, err))
+	if !n.goTracked(n.readRouter) {
+		return fail(wire.ErrShuttingDown)
 	}
-	n.state.Store(uint32(NodeReady))
-	if deps.Store != nil {
-		if err := n.startStore(ctx, deps.Store); err != nil {
-			n.dcancel()
-			_, _ = meshRef.Request(context.Background(), &stopMsg{})
-			n.goMu.Lock()
-			n.goDone = true
-			n.goMu.Unlock()
-			_ = n.router.Close()
-			n.cancel()
-			n.wg.Wait()
+	if n.lease != nil {
+		if err := n.startLease(ctx); err != nil {
 			return fail(err)
 		}
 	}
@@ -243,26 +245,35 @@ func Start(ctx context.Context, cfg *Config, deps Deps) (*Node, error) {
 	return n, nil
 }
 
-// startStore publishes the descriptor (after bind, so the endpoint is the
-// real one), starts its lease and, for automatic nodes and manual nodes
-// with an object role and manual endpoints, the discovery actor. A store
-// that is unreachable at start does not fail Start: the lease keeps trying.
-func (n *Node) startStore(ctx context.Context, store location.Store) error {
-	le := newLease(n, store, n.descriptor())
+// meshRef returns the mesh actor once it has started (nil before).
+func (n *Node) meshRef() *actors.Ref {
+	select {
+	case <-n.ready:
+		return n.ref
+	default:
+		return nil
+	}
+}
+
+// startLease publishes the descriptor (after bind, so the endpoint is the
+// real one) and starts its lease. A store that is unreachable at start
+// does not fail Start: the lease keeps trying.
+func (n *Node) startLease(ctx context.Context) error {
+	le := n.lease
 	d, _ := le.take()
 	published := le.put(ctx, d)
-	n.lease = le
-	n.onRevision = func() { le.set(n.descriptor()) }
 	if !n.goTracked(func() { le.run(n.dctx, published) }) {
 		close(le.done)
 		return wire.ErrShuttingDown
 	}
-	if n.cfg.Automatic() || (n.cfg.ObjectRole != ObjectNone && len(n.cfg.Peers) > 0) {
-		if err := n.startDiscovery(store); err != nil {
-			return fmt.Errorf("zlink: mesh %s: start discovery: %w", n.cfg.Mesh, err)
-		}
-	}
 	return nil
+}
+
+// needsDiscovery reports whether the node runs a discovery actor:
+// automatic nodes, and manual nodes with an object role and manual
+// endpoints (to match them with descriptors).
+func (n *Node) needsDiscovery() bool {
+	return n.store != nil && (n.cfg.Automatic() || (n.cfg.ObjectRole != ObjectNone && len(n.cfg.Peers) > 0))
 }
 
 func (n *Node) guardConfig() zguard.Config {
@@ -289,6 +300,16 @@ func (n *Node) goTracked(fn func()) bool {
 	return true
 }
 
+// goWriter runs a pipe's writer loop as a tracked goroutine.
+func (n *Node) goWriter(w *writer) bool {
+	n.writers.Add(1)
+	if !n.goTracked(func() { defer n.writers.Done(); w.run() }) {
+		n.writers.Done()
+		return false
+	}
+	return true
+}
+
 // RID returns the node's Routing ID.
 func (n *Node) RID() string { return n.rid }
 
@@ -302,15 +323,13 @@ func (n *Node) Generation() uint64 { return n.gen }
 func (n *Node) Endpoint() string { return n.endpoint }
 
 // State returns the lifecycle state.
-func (n *Node) State() NodeState { return NodeState(n.state.Load()) }
-
-// Ref returns the MeshNode actor (for the host's tree).
-func (n *Node) Ref() *actors.Ref { return n.ref }
+func (n *Node) State() NodeState { return n.load().state }
 
 // Status returns a copied snapshot. It is answered by the mesh actor and
-// never enters an application mailbox.
+// never enters an application mailbox; a stopped or failed node answers
+// from its last view.
 func (n *Node) Status(ctx context.Context) (Status, error) {
-	if n.State() == NodeStopped {
+	if st := n.State(); st == NodeStopped || st == NodeFailed {
 		return n.baseStatus(), nil
 	}
 	v, err := n.ref.Request(ctx, &statusReq{})
@@ -322,22 +341,27 @@ func (n *Node) Status(ctx context.Context) (Status, error) {
 }
 
 func (n *Node) baseStatus() Status {
-	return Status{
-		Mesh: n.cfg.Mesh, RID: n.rid, Generation: n.gen, Revision: n.revision.Load(),
-		State: n.State(), Endpoint: n.endpoint, ObjectRole: n.cfg.ObjectRole.String(),
-		Peers: []PeerStatus{}, Channels: n.channelStatus(), Counters: n.cnt.snapshot(),
-		Latency: n.lat.snapshot(), Drained: n.drained.Load(), Inflight: n.inflight.Load(),
-		Hung: n.hung.Load(), AdmissionPaused: n.admitPaused.Load(),
+	v := n.load()
+	st := Status{
+		Mesh: n.cfg.Mesh, RID: n.rid, Generation: n.gen, Revision: v.revision,
+		State: v.state, Endpoint: n.endpoint, ObjectRole: n.cfg.ObjectRole.String(),
+		Peers: []PeerStatus{}, Channels: n.channelStatus(v), Counters: n.cnt.snapshot(),
+		Latency: n.lat.snapshot(), Inflight: n.work.load(),
+		Hung: v.hung, AdmissionPaused: v.paused,
 	}
+	st.Drained = v.state == NodeDraining && st.Inflight == 0
+	if e := n.failErr.Load(); e != nil {
+		st.Failure = (*e).Error()
+	}
+	return st
 }
 
-func (n *Node) channelStatus() []ChannelStatus {
+func (n *Node) channelStatus(v *view) []ChannelStatus {
 	out := make([]ChannelStatus, 0, len(n.cfg.channels))
-	weights := n.servers()
 	for _, c := range n.cfg.channels {
 		cs := ChannelStatus{Name: c.name, Role: c.role.String()}
 		if c.role == RoleServer {
-			cs.Weight = int(weights[c.name])
+			cs.Weight = int(v.weights[c.name])
 		}
 		if co := n.channels[c.name]; co != nil {
 			cs.LastSelection = co.last.Load()
@@ -349,13 +373,46 @@ func (n *Node) channelStatus() []ChannelStatus {
 
 // identity is what this node states in handshakes.
 func (n *Node) identity() wire.Identity {
-	rev := n.revision.Load() // before the weights: see applyWeight
-	servers := n.servers()
+	v := n.load() // revision and weights from one view: always a matching pair
 	return wire.Identity{
-		Mesh: n.cfg.Mesh, RID: n.rid, Generation: n.gen, Revision: rev,
-		ObjectRole: uint8(n.cfg.ObjectRole), Servers: servers,
+		Mesh: n.cfg.Mesh, RID: n.rid, Generation: n.gen, Revision: v.revision,
+		ObjectRole: uint8(n.cfg.ObjectRole), Servers: v.weights,
 		SecurityIdentity: n.trust.SecurityIdentity(), Endpoint: n.endpoint,
 		Protocol: wire.ProtocolVersion, Capabilities: requiredCaps, RecvLimit: n.recvLimit,
-		Draining: n.State() == NodeDraining,
+		Draining: v.state == NodeDraining,
 	}
 }
+
+// servers returns this node's current Server weights (do not modify).
+func (n *Node) servers() map[string]uint16 { return n.load().weights }
+
+// failure is why the node failed, or ErrNodeFailed.
+func (n *Node) failure() error {
+	if e := n.failErr.Load(); e != nil {
+		return *e
+	}
+	return ErrNodeFailed
+}
+
+// Fail moves the node to the terminal Failed state: its supervisor gave up
+// on the mesh actor (restarts past the intensity limit). Every pending
+// call ends at once with ErrNodeFailed, every later call too; the tree,
+// status and health show it. Stop still releases the node's resources.
+// The host calls it from its supervisor's OnGiveUp.
+func (n *Node) Fail(reason any) {
+	err := fmt.Errorf("%w: %v", ErrNodeFailed, reason)
+	if !n.failErr.CompareAndSwap(nil, &err) {
+		return
+	}
+	if n.State() == NodeStopped {
+		return
+	}
+	n.setState(NodeFailed)
+	n.calls.failAll(err)
+	n.hcancel()
+	n.log.Error().Interface("reason", reason).Msg("meshnode failed: its actors could not be recovered")
+}
+
+// MeshActorPath is the tree path of the node's mesh actor, for the host
+// that supervises it.
+func (n *Node) MeshActorPath() string { return n.ref.Path() }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/wire"
 )
 
@@ -27,6 +28,8 @@ type ownerActor struct {
 	track    *hungTracker  // shared across restarts: running handlers' deadlines
 }
 
+var _ actors.FailureHandler = (*ownerActor)(nil)
+
 func (o *ownerActor) Receive(c actor.Context) {
 	m, ok := c.Message().(*inbound)
 	if !ok {
@@ -36,23 +39,50 @@ func (o *ownerActor) Receive(c actor.Context) {
 	case o.slots <- struct{}{}:
 	case <-o.n.hctx.Done():
 		// Stopping: answer instead of running.
-		if m.env.Kind == wire.KindRequest {
-			o.n.reply(m.from, wire.ErrorEnvelope(m.env.Corr, wire.ErrShuttingDown))
-		}
-		o.n.inflight.Add(-1)
+		o.refuse(m, o.n.load().refusal(o.n))
 		return
 	}
-	o.n.running.Add(1)
 	go func() {
-		defer o.n.running.Add(-1)
 		defer func() { <-o.slots }()
 		o.handle(m)
 	}()
 }
 
+// MessageFailed answers the message the owner panicked on (outside a
+// handler: handlers recover their own panics) with ErrHandler.
+func (o *ownerActor) MessageFailed(msg any) {
+	if m, ok := msg.(*inbound); ok {
+		o.refuse(m, fmt.Errorf("%w: the owner failed before running the handler", wire.ErrHandler))
+	}
+}
+
+// MessageDropped answers a message the owner admitted but never ran
+// because it stopped: ErrShuttingDown while the node stops, else ErrBusy
+// (it was not run; the owner is being rebuilt).
+func (o *ownerActor) MessageDropped(msg any) {
+	if m, ok := msg.(*inbound); ok {
+		err := o.n.load().refusal(o.n)
+		if err == nil {
+			err = errOwnerRestarting
+		}
+		o.refuse(m, err)
+	}
+}
+
+// refuse ends an admitted message without running it.
+func (o *ownerActor) refuse(m *inbound, err error) {
+	if err == nil {
+		err = wire.ErrShuttingDown
+	}
+	if m.env.Kind == wire.KindRequest {
+		o.n.reply(m.from, wire.ErrorEnvelope(m.env.Corr, err))
+	}
+	o.n.work.done()
+}
+
 // handle runs one admitted message's handler and answers it.
 func (o *ownerActor) handle(m *inbound) {
-	defer o.n.inflight.Add(-1)
+	defer o.n.work.done()
 	e := &m.env
 	hc := &m.hc
 	*hc = Context{Channel: o.channel, Packet: e.Packet, From: m.from.rid}
@@ -94,15 +124,15 @@ func (o *ownerActor) lowHeadroom() map[string]uint32 {
 	if o.channel == "" {
 		return nil
 	}
-	co := o.n.channels[o.channel]
-	if co == nil || co.ref == nil {
+	ref := o.n.load().owners[o.channel]
+	if ref == nil {
 		return nil
 	}
-	st := co.ref.Quota().Stats()
+	st := ref.Quota().Stats()
 	if st.MaxMessages <= 0 {
 		return nil
 	}
-	h := quotaHeadroom(co.ref)
+	h := quotaHeadroom(ref)
 	if int64(h) >= st.MaxMessages/4 {
 		return nil
 	}

@@ -14,7 +14,6 @@ import (
 
 // Messages of a peer actor.
 type (
-	peerStart  struct{ self *actors.Ref }
 	peerTick   struct{}
 	controlEnv struct{ env wire.Envelope }
 )
@@ -22,8 +21,16 @@ type (
 // peerActor runs one ready connection's liveness machine and applies the
 // peer's control envelopes (heartbeat, drain, goodbye). The wire is read by
 // a separate goroutine, so a slow handler never delays heartbeats.
+//
+// It reports to the mesh actor and writes nothing of the node's: Server
+// sets go to the mesh actor as memberUpdate (applied only while its pipe
+// is current); only the link's own hints (draining, capacity) are stored
+// on the link. A restart ends the pipe: the old incarnation tells the
+// mesh actor the peer is lost (pending calls end with ErrPeerLost, the
+// intent reconnects); the new one stays idle until the mesh actor stops it.
 type peerActor struct {
 	n     *Node
+	mesh  *actors.Ref
 	p     *pipe
 	l     *link
 	self  *actors.Ref
@@ -33,28 +40,49 @@ type peerActor struct {
 	lost  bool
 }
 
-func newPeerActor(n *Node, p *pipe, l *link) *peerActor {
-	return &peerActor{n: n, p: p, l: l}
+func newPeerActor(n *Node, mesh *actors.Ref, p *pipe, l *link) *peerActor {
+	return &peerActor{n: n, mesh: mesh, p: p, l: l}
 }
 
 func (a *peerActor) Receive(c actor.Context) {
 	switch msg := c.Message().(type) {
-	case *peerStart:
-		a.self = msg.self
+	case *actor.Started:
+		if a.p.getState() == pipeClosed {
+			a.lost = true
+			return
+		}
+		a.self = a.n.sys.Self(c)
 		now := time.Now()
 		lc := a.n.cfg.Liveness
 		a.live = liveness.New(liveness.Config{Interval: lc.Interval, MaxGap: lc.MaxGap, LastHeard: lc.LastHeard}, now)
 		a.tick(now)
+	case *actor.Restarting:
+		a.stopTimer()
+		a.reportLost(fmt.Errorf("%w: peer actor restarted", wire.ErrPeerLost))
+		a.lost = true
+	case *actor.Stopping:
+		a.stopTimer()
 	case *peerTick:
 		if a.live != nil {
 			a.tick(time.Now())
 		}
 	case *controlEnv:
-		a.control(&msg.env)
-	case *actor.Stopping:
-		if a.timer != nil {
-			a.timer.Stop()
+		if a.live != nil {
+			a.control(&msg.env)
 		}
+	}
+}
+
+func (a *peerActor) stopTimer() {
+	if a.timer != nil {
+		a.timer.Stop()
+	}
+}
+
+func (a *peerActor) reportLost(reason error) {
+	if !a.lost {
+		a.lost = true
+		_ = a.mesh.Tell(&peerLost{p: a.p, reason: reason})
 	}
 }
 
@@ -67,8 +95,7 @@ func (a *peerActor) tick(now time.Time) {
 	}
 	out := a.live.Tick(now)
 	if out.Lost {
-		a.lost = true
-		_ = a.n.ref.Tell(&peerLost{p: a.p, reason: fmt.Errorf("%w: liveness: %s", wire.ErrPeerLost, out.Reason)})
+		a.reportLost(fmt.Errorf("%w: liveness: %s", wire.ErrPeerLost, out.Reason))
 		return
 	}
 	if out.SendHeartbeat {
@@ -97,21 +124,30 @@ func (a *peerActor) control(e *wire.Envelope) {
 		a.live.HeartbeatReceived(now)
 		a.l.draining.Store(e.Draining)
 		a.l.setHeadroom(e.Headroom)
-		a.n.applyMember(a.l, e.Generation, e.Revision, e.Servers)
+		a.memberUpdate(e)
 	case wire.KindWeightUpdate:
 		a.live.FrameReceived(now)
-		a.n.applyMember(a.l, e.Generation, e.Revision, e.Servers)
+		a.memberUpdate(e)
 	case wire.KindDrain:
 		a.live.FrameReceived(now)
 		a.l.draining.Store(e.Draining)
 	case wire.KindGoodbye:
-		if !a.lost {
-			a.lost = true
-			_ = a.n.ref.Tell(&peerLost{p: a.p, reason: fmt.Errorf("%w: peer said goodbye", wire.ErrPeerLost)})
-		}
+		a.reportLost(fmt.Errorf("%w: peer said goodbye", wire.ErrPeerLost))
 	default:
 		a.live.FrameReceived(now)
 	}
+}
+
+// memberUpdate hands the peer's Server set to the mesh actor, the
+// table's only writer; a revision it already has is not sent again.
+func (a *peerActor) memberUpdate(e *wire.Envelope) {
+	if e.Revision == 0 || e.Generation != a.l.gen {
+		return
+	}
+	if m, ok := a.n.table.Snapshot().Member(a.l.rid); ok && m.Generation == e.Generation && m.Revision >= e.Revision {
+		return
+	}
+	_ = a.mesh.Tell(&memberUpdate{p: a.p, gen: e.Generation, rev: e.Revision, servers: e.Servers})
 }
 
 // stopAsync asks an actor to stop without waiting for it.

@@ -50,13 +50,14 @@ func (n *Node) SendChannel(ctx context.Context, channel, packet string, payload 
 }
 
 func (n *Node) selectOne(channel string) (*link, error) {
-	co, err := n.channelFor(channel)
+	v := n.load()
+	co, err := n.channelFor(v, channel)
 	if err != nil {
 		return nil, err
 	}
 	var cbuf [8]selection.Candidate
 	var lbuf [8]*link
-	cands, ls := n.candidates(channel, cbuf[:0], lbuf[:0])
+	cands, ls := n.candidates(v, channel, cbuf[:0], lbuf[:0])
 	n.rngMu.Lock()
 	idx, outcome := selection.Pick(cands, n.rng)
 	n.rngMu.Unlock()

@@ -132,6 +132,8 @@ type Status struct {
 	// work because Hung reached the configured threshold.
 	Hung            int64 `json:"hung"`
 	AdmissionPaused bool  `json:"admission_paused"`
+	// Failure says why the node is Failed (empty otherwise).
+	Failure string `json:"failure,omitempty"`
 }
 
 // Peer returns the status of the peer with rid, if any.

@@ -7,28 +7,28 @@ import (
 	"github.com/zlink-go/zlink/wire"
 )
 
-// Stop shuts the node down (SPEC §8): new operations fail with
-// ErrShuttingDown at once, in-flight calls get until ShutdownTimeout (or
-// ctx) to finish, the rest end with ErrShuttingDown, peers get a goodbye,
-// sockets close and every goroutine ends. Idempotent.
+// Stop shuts the node down: new operations fail with ErrShuttingDown at
+// once, in-flight calls get until ShutdownTimeout (or ctx) to finish, the
+// rest end with ErrShuttingDown, peers get a goodbye, sockets close and
+// every goroutine ends. It also releases a Failed node. Idempotent.
 func (n *Node) Stop(ctx context.Context) error {
 	n.stopOnce.Do(func() { n.stopErr = n.stop(ctx) })
 	return n.stopErr
 }
 
 func (n *Node) stop(ctx context.Context) error {
-	n.state.Store(uint32(NodeStopping))
 	deadline := time.Now().Add(n.cfg.ShutdownTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
-	for n.calls.size() > 0 && time.Now().Before(deadline) {
-		select {
-		case <-ctx.Done():
-			deadline = time.Now()
-		case <-time.After(5 * time.Millisecond):
-		}
+	wctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	// The mesh actor makes the transition; a Failed node has no mesh actor
+	// left, and its state stays Failed until the end.
+	if _, err := n.ref.Request(wctx, &beginStop{}); err != nil {
+		n.setState(NodeStopping)
 	}
+	_ = n.calls.wait(wctx)
 	// Discovery and the lease stop first: no topology change and no
 	// descriptor write after this point; then the descriptor goes.
 	n.dcancel()
@@ -37,28 +37,37 @@ func (n *Node) stop(ctx context.Context) error {
 		n.lease.remove()
 	}
 	n.callsClosed.Store(true)
-	n.calls.failAll(wire.ErrShuttingDown)
+	n.calls.failAll(n.stopError())
 	n.hcancel()
 	// Handlers that honour their context return now; one that does not
 	// cannot be stopped — wait for it only until the deadline, and say so.
-	hdeadline := time.Now().Add(max(time.Until(deadline), 100*time.Millisecond))
-	for n.running.Load() > 0 && time.Now().Before(hdeadline) {
-		time.Sleep(time.Millisecond)
+	hctx, hcancel := context.WithDeadline(context.Background(), time.Now().Add(max(time.Until(deadline), 100*time.Millisecond)))
+	err := n.work.wait(hctx)
+	hcancel()
+	if err != nil {
+		n.log.Warn().Int64("work", n.work.load()).Msg("handlers still running at shutdown; they ignore their context")
 	}
-	if r := n.running.Load(); r > 0 {
-		n.log.Warn().Int64("running", r).Msg("handlers still running at shutdown; they ignore their context")
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	_, _ = n.ref.Request(sctx, &stopMsg{})
-	err := n.ref.Stop(sctx)
+	sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer scancel()
+	_, _ = n.ref.Request(sctx, &stopMsg{reason: wire.ErrShuttingDown})
+	err = n.ref.Stop(sctx)
+	// Writers flush what they hold (goodbyes) before the ROUTER closes.
+	n.writers.Wait()
 	n.goMu.Lock()
 	n.goDone = true
 	n.goMu.Unlock()
 	n.cancel()
 	_ = n.router.Close()
 	n.wg.Wait()
-	n.state.Store(uint32(NodeStopped))
+	n.setState(NodeStopped)
 	n.log.Info().Msg("meshnode stopped")
 	return err
+}
+
+// stopError is what Stop ends the remaining calls with.
+func (n *Node) stopError() error {
+	if n.failErr.Load() != nil {
+		return n.failure()
+	}
+	return wire.ErrShuttingDown
 }

@@ -34,21 +34,21 @@ type setWeight struct {
 // revision.
 func (m *meshActor) applyWeight(msg *setWeight) {
 	n := m.n
-	cur := n.servers()
-	next := make(map[string]uint16, len(cur))
-	for k, v := range cur {
-		next[k] = v
-	}
-	next[msg.channel] = msg.weight
-	// Weights first, then the revision: a heartbeat built concurrently reads
-	// the revision before the weights, so it can never pair the new
-	// revision with the old weights (peers would then refuse the real
-	// update as not newer).
-	n.weights.Store(&next)
-	rev := n.revision.Add(1)
+	// Weights and revision change together in one view, so a heartbeat
+	// or handshake never pairs a new revision with old weights.
+	v := n.update(func(v *view) {
+		next := make(map[string]uint16, len(v.weights))
+		for k, w := range v.weights {
+			next[k] = w
+		}
+		next[msg.channel] = msg.weight
+		v.weights = next
+		v.revision++
+	})
+	next, rev := v.weights, v.revision
 	n.table.Apply(selection.Member{RID: n.rid, Generation: n.gen, Revision: rev, Servers: next, Local: true})
 	up := wire.Envelope{Kind: wire.KindWeightUpdate, Generation: n.gen, Revision: rev, Servers: next}
-	for _, l := range *n.links.Load() {
+	for _, l := range v.links {
 		_ = l.p.w.control(outItem{env: up})
 	}
 	n.log.Info().Str("channel", msg.channel).Uint16("weight", msg.weight).Uint64("revision", rev).Msg("weight changed")
@@ -58,18 +58,26 @@ func (m *meshActor) applyWeight(msg *setWeight) {
 }
 
 // applyMember applies a peer's Server set of generation gen and revision
-// rev: only a larger revision within the same generation changes the table.
-func (n *Node) applyMember(l *link, gen, rev uint64, servers map[string]uint16) {
-	if gen != l.gen || rev == 0 {
+// rev, reported over pipe p: only while p is the peer's current ready
+// pipe (a report from a dropped pipe or an old generation changes
+// nothing), and only a larger revision within the same generation changes
+// the table. It runs on the mesh actor, the table's only writer.
+func (m *meshActor) applyMember(p *pipe, gen, rev uint64, servers map[string]uint16) {
+	n := m.n
+	if m.pipes[p.id] != p || p.getState() != pipeReady || p.link == nil {
+		return
+	}
+	l := p.link
+	if cur := n.load().links[l.rid]; cur != l || gen != l.gen || rev == 0 {
 		return
 	}
 	if servers == nil {
 		servers = map[string]uint16{}
 	}
-	m := selection.Member{RID: l.rid, Generation: gen, Revision: rev, Servers: servers}
-	if m.Validate() != nil {
+	mem := selection.Member{RID: l.rid, Generation: gen, Revision: rev, Servers: servers}
+	if mem.Validate() != nil {
 		n.cnt.protocolErrors.Add(1)
 		return
 	}
-	n.table.Apply(m)
+	n.table.Apply(mem)
 }
