@@ -100,7 +100,7 @@ type Node struct {
 	directSlots chan struct{} // Node-direct running handlers (shared by every owner incarnation)
 	// incarnations counts mesh actor incarnations (each one's epoch).
 	incarnations atomic.Uint64
-	callsClosed atomic.Bool // Stop has failed every pending call (written by Stop)
+	callsClosed  atomic.Bool // Stop has failed every pending call (written by Stop)
 	// onRevision, when set (a Location Store is configured), republishes
 	// the descriptor after a weight change or drain. Set before the mesh
 	// actor starts; runs on the mesh actor.
