@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
@@ -125,6 +126,7 @@ func (o *Options) Topology() *routemesh.Topology {
 // Host is a running process: its actor system, its MeshNodes and its tree.
 type Host struct {
 	failed      failWatch
+	started     atomic.Bool // the host actor started once (later starts are restarts)
 	sys         *actors.System
 	root        *actors.Ref
 	meshes      map[string]*routemesh.Node
@@ -149,7 +151,7 @@ func Start(ctx context.Context, o *Options) (*Host, error) {
 	sup.OnGiveUp = h.failed.fail
 	root, err := sys.Spawn(actors.Spec{
 		Name: "host", Kind: "host", Supervisor: sup,
-		Producer: func() actor.Actor { return hostActor{} },
+		Producer: func() actor.Actor { return &hostActor{h: h} },
 	})
 	if err != nil {
 		_ = sys.Shutdown(ctx)
@@ -273,7 +275,33 @@ func (h *Host) Stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// hostActor is the root of the process's tree.
-type hostActor struct{}
+// hostActor is the root of the process's tree. It holds no state: the
+// MeshNodes outlive it. protoactor stops its children when it restarts, so
+// every incarnation after the first respawns the mesh actor of each node,
+// which rebuilds the node from its configuration.
+type hostActor struct {
+	h *Host
+}
 
-func (hostActor) Receive(actor.Context) {}
+func (a *hostActor) Receive(c actor.Context) {
+	if _, ok := c.Message().(*actor.Started); !ok {
+		return
+	}
+	if !a.h.started.CompareAndSwap(false, true) {
+		// Respawning waits for this actor to serve the spawn requests, so
+		// it runs beside it, never inside Receive.
+		go a.h.respawnMeshes()
+	}
+}
+
+// respawnMeshes gives every running node a new mesh actor after the host
+// actor restarted; a node whose mesh actor cannot be spawned fails.
+func (h *Host) respawnMeshes() {
+	for _, n := range h.Meshes() {
+		if err := n.Respawn(h.root); err != nil {
+			n.Fail(err)
+			continue
+		}
+		h.failed.watch(n)
+	}
+}

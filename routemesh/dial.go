@@ -59,7 +59,7 @@ func (m *meshActor) dial(in *intent) {
 		}
 		// The pipe's fields belong to the mesh actor: the socket travels in
 		// the message and is attached (or closed) there.
-		if terr := n.ref.Tell(&dialDone{in: in, p: p, dealer: dealer, err: err}); terr != nil && dealer != nil {
+		if terr := n.mesh().Tell(&dialDone{in: in, p: p, dealer: dealer, err: err}); terr != nil && dealer != nil {
 			_ = dealer.Close()
 		}
 	})
@@ -88,7 +88,7 @@ func (m *meshActor) onDialDone(msg *dialDone) {
 	n := m.n
 	p.w = newWriter(n.cfg.Socket.SendHWM, func(b []byte) error {
 		return p.dealer.Send(zmq4.NewMsg(b))
-	}, func(err error) { _ = n.ref.Tell(&pipeFailed{p: p, err: fmt.Errorf("%w: %w", wire.ErrPeerLost, err)}) })
+	}, func(err error) { _ = n.mesh().Tell(&pipeFailed{p: p, err: fmt.Errorf("%w: %w", wire.ErrPeerLost, err)}) })
 	p.w.closer = func() { _ = p.dealer.Close() }
 	m.pipes[p.id] = p
 	n.goWriter(p.w)
@@ -103,7 +103,7 @@ func (m *meshActor) onDialDone(msg *dialDone) {
 }
 
 func (m *meshActor) armHandshakeTimeout(p *pipe) {
-	ref := m.n.ref
+	ref := m.self
 	time.AfterFunc(m.n.cfg.Socket.ReceiveTimeout, func() { _ = ref.Tell(&handshakeTimeout{p: p}) })
 }
 
@@ -122,6 +122,6 @@ func (m *meshActor) retry(in *intent, err error) {
 	backoff := 50 * time.Millisecond << min(in.attempts, 7)
 	backoff = min(backoff, 5*time.Second)
 	in.waiting = true
-	ref := m.n.ref
+	ref := m.self
 	time.AfterFunc(jitter(backoff), func() { _ = ref.Tell(&redial{in: in}) })
 }

@@ -35,10 +35,10 @@ func TestDiscovery_IntentWithdrawnDuringDialLeavesNothingBehind(t *testing.T) {
 	ctx := context.Background()
 	d := location.Descriptor{Mesh: "m", RID: b.RID(), Generation: b.Generation(), Revision: 1, Endpoint: b.Endpoint(),
 		SecurityIdentity: b.trust.SecurityIdentity(), Servers: map[string]uint16{"c": 100}}
-	if _, err := a.ref.Request(ctx, &discChange{c: change{kind: wantDial, d: d}}); err != nil {
+	if _, err := a.mesh().Request(ctx, &discChange{c: change{kind: wantDial, d: d}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.ref.Request(ctx, &discChange{c: change{kind: wantRemove, d: location.Descriptor{RID: b.RID()}}}); err != nil {
+	if _, err := a.mesh().Request(ctx, &discChange{c: change{kind: wantRemove, d: location.Descriptor{RID: b.RID()}}}); err != nil {
 		t.Fatal(err)
 	}
 	// Let the dial finish (on loopback it takes well under this window) so

@@ -144,7 +144,7 @@ func (a *discoveryActor) round() {
 		a.manualEndpoints(ctx, descs)
 	}
 	if len(descs) > 0 {
-		_ = n.ref.Tell(&discWeights{descs: descs})
+		_ = n.mesh().Tell(&discWeights{descs: descs})
 	}
 }
 
@@ -159,7 +159,7 @@ func (a *discoveryActor) automatic(ctx context.Context, descs []location.Descrip
 	}
 	for _, c := range diffDiscovery(a.applied, wanted, byRID) {
 		// One change at a time: the mesh actor answers once applied.
-		if _, err := n.ref.Request(ctx, &discChange{c: c}); err != nil {
+		if _, err := n.mesh().Request(ctx, &discChange{c: c}); err != nil {
 			return // stopping, or the mesh actor is slow: the next round redoes the rest
 		}
 		if c.kind == wantRemove {
@@ -195,7 +195,7 @@ func (a *discoveryActor) manualEndpoints(ctx context.Context, descs []location.D
 		if a.sent[pc.Endpoint] && sameTarget(a.manual[pc.Endpoint], match) {
 			continue
 		}
-		if _, err := n.ref.Request(ctx, &manualMatch{endpoint: pc.Endpoint, d: match}); err != nil {
+		if _, err := n.mesh().Request(ctx, &manualMatch{endpoint: pc.Endpoint, d: match}); err != nil {
 			return
 		}
 		a.manual[pc.Endpoint], a.sent[pc.Endpoint] = match, true

@@ -20,7 +20,7 @@ func (n *Node) Drain(ctx context.Context) error {
 	if err := n.load().refusal(n); err != nil {
 		return err
 	}
-	r, err := n.ref.Request(ctx, &drainMsg{})
+	r, err := n.mesh().Request(ctx, &drainMsg{})
 	if err != nil {
 		if errors.Is(err, actors.ErrStopped) {
 			if rerr := n.load().refusal(n); rerr != nil {

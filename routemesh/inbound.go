@@ -140,7 +140,7 @@ func (n *Node) readRouter() {
 			n.cnt.protocolErrors.Add(1)
 			continue
 		}
-		if err := n.ref.Tell(&inboundHello{id: id, hello: f.Hello}); err != nil {
+		if err := n.mesh().Tell(&inboundHello{id: id, hello: f.Hello}); err != nil {
 			n.cnt.handshakeRejects.Add(1)
 		}
 	}
@@ -151,7 +151,7 @@ func (n *Node) readDealer(p *pipe) {
 	for {
 		msg, err := p.dealer.Recv()
 		if err != nil {
-			_ = n.ref.Tell(&pipeFailed{p: p, err: fmt.Errorf("%w: %w", wire.ErrPeerLost, err)})
+			_ = n.mesh().Tell(&pipeFailed{p: p, err: fmt.Errorf("%w: %w", wire.ErrPeerLost, err)})
 			return
 		}
 		if len(msg.Frames) != 1 {
@@ -172,7 +172,7 @@ func (n *Node) onFrame(p *pipe, raw []byte) {
 	f, err := wire.DecodeFrame(raw)
 	if err != nil {
 		n.cnt.protocolErrors.Add(1)
-		_ = n.ref.Tell(&pipeFailed{p: p, err: err})
+		_ = n.mesh().Tell(&pipeFailed{p: p, err: err})
 		return
 	}
 	switch p.getState() {
@@ -191,7 +191,7 @@ func (n *Node) onFrame(p *pipe, raw []byte) {
 		// the handshake is never dispatched before the pipe is ready.
 		hf.done = make(chan struct{})
 	}
-	if err := n.ref.Tell(hf); err != nil {
+	if err := n.mesh().Tell(hf); err != nil {
 		return
 	}
 	if hf.done != nil {

@@ -125,7 +125,13 @@ func (m *meshActor) Receive(c actor.Context) {
 	case *actor.Restarting:
 		m.teardown(fmt.Errorf("%w: the MeshNode's actors restarted", wire.ErrPeerLost))
 	case *actor.Stopping:
-		m.teardown(wire.ErrShuttingDown)
+		// Stopped by Stop, or by the host restarting (which spawns a new
+		// mesh actor next): only the first is a shutdown for the calls.
+		reason := error(wire.ErrShuttingDown)
+		if st := m.n.State(); st != NodeStopping && st != NodeStopped {
+			reason = fmt.Errorf("%w: the MeshNode's actors restarted", wire.ErrPeerLost)
+		}
+		m.teardown(reason)
 	case *channelsUp:
 		m.onChannelsUp(msg)
 	case *hungCheck:
@@ -237,9 +243,7 @@ func admissionRole(r uint8) admission.ObjectRole {
 func (m *meshActor) start(c actor.Context) {
 	n := m.n
 	m.self, m.c = n.sys.Self(c), c
-	if n.ref == nil {
-		n.ref = m.self // first incarnation; the Ref survives restarts
-	}
+	n.meshRef.Store(m.self) // the same Ref across restarts; a new one after the host respawned it
 	m.epoch = n.incarnations.Add(1)
 	prev := n.v.Load()
 	m.resume = NodeReady

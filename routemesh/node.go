@@ -109,9 +109,9 @@ type Node struct {
 	dctx       context.Context    // discovery and lease; cancelled first on Stop
 	dcancel    context.CancelFunc //
 
-	// ref is the mesh actor. It keeps its identity across the actor's
-	// restarts; written once, by the actor's first start.
-	ref     *actors.Ref
+	// meshRef is the mesh actor: the same Ref across the actor's restarts,
+	// a new one when the host respawned it. Stored by the actor itself.
+	meshRef atomic.Pointer[actors.Ref]
 	ready   chan struct{} // closed when the node first becomes ready
 	readyMu sync.Once
 	failErr atomic.Pointer[error] // why the node failed (Failed state)
@@ -180,7 +180,7 @@ func Start(ctx context.Context, cfg *Config, deps Deps) (*Node, error) {
 		// A connection refused for claiming a live identity is not the
 		// live pipe closing.
 		if ev.Identity != "" && !errors.Is(ev.Reason, zguard.ErrDuplicateIdentity) {
-			if ref := n.meshRef(); ref != nil {
+			if ref := n.mesh(); ref != nil {
 				_ = ref.Tell(&connClosed{id: ev.Identity, reason: ev.Reason})
 			}
 		}
@@ -205,12 +205,9 @@ func Start(ctx context.Context, cfg *Config, deps Deps) (*Node, error) {
 	}
 
 	// The mesh actor does the rest in its Started, on every (re)start.
-	meshRef, err := n.sys.Spawn(actors.Spec{
-		Name: "mesh:" + cfg.Mesh, Kind: "meshnode", Parent: deps.Parent,
-		MaxMessages: 1 << 16, MaxBytes: 0,
-		Supervisor: supervisor.DefaultConfig(),
-		Producer:   func() actor.Actor { return newMeshActor(n) },
-	})
+	spec := n.meshSpec()
+	spec.Parent = deps.Parent
+	meshRef, err := n.sys.Spawn(spec)
 	fail := func(err error) (*Node, error) {
 		if meshRef != nil {
 			_ = meshRef.Stop(context.Background())
@@ -245,14 +242,33 @@ func Start(ctx context.Context, cfg *Config, deps Deps) (*Node, error) {
 	return n, nil
 }
 
-// meshRef returns the mesh actor once it has started (nil before).
-func (n *Node) meshRef() *actors.Ref {
-	select {
-	case <-n.ready:
-		return n.ref
-	default:
+// mesh returns the mesh actor (nil before its first start).
+func (n *Node) mesh() *actors.Ref { return n.meshRef.Load() }
+
+// meshSpec is the mesh actor.
+func (n *Node) meshSpec() actors.Spec {
+	return actors.Spec{
+		Name: "mesh:" + n.cfg.Mesh, Kind: "meshnode",
+		MaxMessages: 1 << 16, MaxBytes: 0,
+		Supervisor: supervisor.DefaultConfig(),
+		Producer:   func() actor.Actor { return newMeshActor(n) },
+	}
+}
+
+// Respawn starts a new mesh actor for the node under parent (the host,
+// after its own restart stopped the old one); the new actor rebuilds the
+// node from its configuration and last view. A stopped or failed node is
+// not respawned. It waits for parent to spawn it, so the parent must not
+// call it from inside its own Receive.
+func (n *Node) Respawn(parent *actors.Ref) error {
+	switch n.State() {
+	case NodeStopping, NodeStopped, NodeFailed:
 		return nil
 	}
+	spec := n.meshSpec()
+	spec.Parent = parent
+	_, err := n.sys.Spawn(spec)
+	return err
 }
 
 // startLease publishes the descriptor (after bind, so the endpoint is the
@@ -332,7 +348,7 @@ func (n *Node) Status(ctx context.Context) (Status, error) {
 	if st := n.State(); st == NodeStopped || st == NodeFailed {
 		return n.baseStatus(), nil
 	}
-	v, err := n.ref.Request(ctx, &statusReq{})
+	v, err := n.mesh().Request(ctx, &statusReq{})
 	if err != nil {
 		st := n.baseStatus()
 		return st, err
@@ -415,4 +431,4 @@ func (n *Node) Fail(reason any) {
 
 // MeshActorPath is the tree path of the node's mesh actor, for the host
 // that supervises it.
-func (n *Node) MeshActorPath() string { return n.ref.Path() }
+func (n *Node) MeshActorPath() string { return n.mesh().Path() }
