@@ -88,7 +88,9 @@ func (m *meshActor) onDialDone(msg *dialDone) {
 	n := m.n
 	p.w = newWriter(n.cfg.Socket.SendHWM, func(b []byte) error {
 		return p.dealer.Send(zmq4.NewMsg(b))
-	}, func(err error) { _ = n.mesh().Tell(&pipeFailed{p: p, err: fmt.Errorf("%w: %w", wire.ErrPeerLost, err)}) })
+	}, func(err error) {
+		_ = n.mesh().Tell(&pipeFailed{p: p, err: fmt.Errorf("%w: %w", wire.ErrPeerLost, err)})
+	})
 	p.w.closer = func() { _ = p.dealer.Close() }
 	m.pipes[p.id] = p
 	n.goWriter(p.w)

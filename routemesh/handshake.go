@@ -22,7 +22,9 @@ func (m *meshActor) onHello(msg *inboundHello) {
 	idb := []byte(msg.id)
 	p.w = newWriter(n.cfg.Socket.SendHWM, func(b []byte) error {
 		return n.router.Send(zmq4.NewMsgFrom(idb, b))
-	}, func(err error) { _ = n.mesh().Tell(&pipeFailed{p: p, err: fmt.Errorf("%w: %w", wire.ErrPeerLost, err)}) })
+	}, func(err error) {
+		_ = n.mesh().Tell(&pipeFailed{p: p, err: fmt.Errorf("%w: %w", wire.ErrPeerLost, err)})
+	})
 	m.pipes[p.id] = p
 	n.inbnd.Store(p.id, p)
 	n.goWriter(p.w)
