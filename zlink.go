@@ -243,6 +243,13 @@ func (h *Host) Meshes() []*routemesh.Node {
 	return out
 }
 
+// InjectPanic makes the actor at path (a tree path such as
+// "/host/mesh:game/direct") panic on its next turn, as if its own code had
+// panicked. It exists for chaos tests and drills: its supervisor restarts
+// it, the tree records the failure, and the node must come back whole (or
+// fail visibly past the restart intensity).
+func (h *Host) InjectPanic(path, reason string) error { return h.sys.InjectPanic(path, reason) }
+
 // Tree returns a copied snapshot of the live supervision tree.
 func (h *Host) Tree() supervisor.Node { return h.sys.Registry().Snapshot() }
 

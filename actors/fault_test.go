@@ -17,6 +17,7 @@ type failActor struct {
 	failed  chan any
 	dropped chan any
 	gate    chan struct{}
+	entered chan struct{}
 }
 
 type explode struct{ id int }
@@ -28,6 +29,7 @@ func (a *failActor) Receive(c actor.Context) {
 	case *ping:
 		c.Respond("pong")
 	case *block:
+		a.entered <- struct{}{}
 		<-a.gate
 	default:
 		_ = m
@@ -154,6 +156,7 @@ func TestSystem_MessagesLeftInAStoppedMailboxAreHandedToMessageDropped(t *testin
 	s := newSystem(t)
 	dropped := make(chan any, 16)
 	gate := make(chan struct{})
+	entered := make(chan struct{}, 1)
 	// The parent, when told to stop, stops its child first (a system
 	// message, ahead of anything the child still has queued) and only
 	// then lets the child's running turn end.
@@ -171,7 +174,7 @@ func TestSystem_MessagesLeftInAStoppedMailboxAreHandedToMessageDropped(t *testin
 		t.Fatal(err)
 	}
 	child, err := s.Spawn(actors.Spec{Name: "c", Parent: parent, MaxMessages: 10, Producer: func() actor.Actor {
-		return &failActor{failed: make(chan any, 1), dropped: dropped, gate: gate}
+		return &failActor{failed: make(chan any, 1), dropped: dropped, gate: gate, entered: entered}
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -180,6 +183,7 @@ func TestSystem_MessagesLeftInAStoppedMailboxAreHandedToMessageDropped(t *testin
 	if err := child.Tell(&block{}); err != nil {
 		t.Fatal(err)
 	}
+	<-entered
 	for i := 0; i < 3; i++ {
 		if err := child.Tell(&explode{id: i}); err != nil {
 			t.Fatal(err)

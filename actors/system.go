@@ -226,7 +226,7 @@ func (s *System) forget(r *Ref) {
 	s.mu.Lock()
 	if s.refs[r.path] == r {
 		delete(s.refs, r.path)
-		s.reg.Remove(r.path)
+		s.reg.Forget(r.path)
 	}
 	s.mu.Unlock()
 }

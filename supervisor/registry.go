@@ -87,15 +87,18 @@ func NewRegistry() *Registry {
 
 // Add registers an actor in state Starting under parent (RootPath or "" for
 // top level; an unknown parent also attaches it to the root). q may be nil.
-// It returns ErrDuplicatePath if path is taken.
+// It returns ErrDuplicatePath if path is taken (a Failed entry is replaced).
 func (r *Registry) Add(path, parent, kind string, q *mailbox.Quota) error {
 	if parent == "" {
 		parent = RootPath
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, ok := r.nodes[path]; ok {
-		return fmt.Errorf("%w: %s", ErrDuplicatePath, path)
+	if old, ok := r.nodes[path]; ok {
+		if old.state != Failed {
+			return fmt.Errorf("%w: %s", ErrDuplicatePath, path)
+		}
+		r.removeLocked(old)
 	}
 	p, ok := r.nodes[parent]
 	if !ok {
@@ -107,10 +110,11 @@ func (r *Registry) Add(path, parent, kind string, q *mailbox.Quota) error {
 	return nil
 }
 
-// SetState records the actor's state. Unknown paths are ignored.
+// SetState records the actor's state. Unknown paths are ignored; Failed is
+// terminal (later states are ignored).
 func (r *Registry) SetState(path string, s State) {
 	r.mu.Lock()
-	if e, ok := r.nodes[path]; ok {
+	if e, ok := r.nodes[path]; ok && e.state != Failed {
 		e.state = s
 	}
 	r.mu.Unlock()
@@ -182,7 +186,23 @@ func (r *Registry) Remove(path string) {
 	if !ok || path == RootPath {
 		return
 	}
-	delete(e.up.children, path)
+	r.removeLocked(e)
+}
+
+// Forget is Remove for an actor that ended, except that a Failed actor
+// stays in the tree (its failure must stay visible).
+func (r *Registry) Forget(path string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.nodes[path]
+	if !ok || path == RootPath || e.state == Failed {
+		return
+	}
+	r.removeLocked(e)
+}
+
+func (r *Registry) removeLocked(e *entry) {
+	delete(e.up.children, e.path)
 	var drop func(*entry)
 	drop = func(e *entry) {
 		delete(r.nodes, e.path)

@@ -19,13 +19,18 @@ const (
 	Stopping
 	// Stopped: terminated.
 	Stopped
+	// Failed: its supervisor gave up on it (restarts past the intensity
+	// limit, or an unrecoverable error). Terminal: it stays in the tree
+	// with its last failure, so the failure is visible, until the path is
+	// spawned again.
+	Failed
 )
 
-var stateNames = [...]string{"", "starting", "running", "restarting", "stopping", "stopped"}
+var stateNames = [...]string{"", "starting", "running", "restarting", "stopping", "stopped", "failed"}
 
 // String returns the lower-case word for s.
 func (s State) String() string {
-	if s >= Starting && s <= Stopped {
+	if s >= Starting && s <= Failed {
 		return stateNames[s]
 	}
 	return "state(" + strconv.Itoa(int(s)) + ")"
@@ -33,7 +38,7 @@ func (s State) String() string {
 
 // MarshalText encodes s as its lower-case word.
 func (s State) MarshalText() ([]byte, error) {
-	if s < Starting || s > Stopped {
+	if s < Starting || s > Failed {
 		return nil, fmt.Errorf("zlink: invalid state %d", uint8(s))
 	}
 	return []byte(stateNames[s]), nil
@@ -41,7 +46,7 @@ func (s State) MarshalText() ([]byte, error) {
 
 // UnmarshalText decodes a lower-case state word.
 func (s *State) UnmarshalText(b []byte) error {
-	for i := Starting; i <= Stopped; i++ {
+	for i := Starting; i <= Failed; i++ {
 		if stateNames[i] == string(b) {
 			*s = i
 			return nil

@@ -117,7 +117,7 @@ func (s *strategy) HandleFailure(system *actor.ActorSystem, sup actor.Supervisor
 
 	if err, ok := reason.(error); ok && errors.Is(err, ErrUnrecoverable) {
 		s.publish(system, child, reason, actor.StopDirective)
-		s.reg.SetState(path, Stopping)
+		s.reg.SetState(path, Failed)
 		sup.StopChildren(child)
 		if s.cfg.OnGiveUp != nil {
 			s.cfg.OnGiveUp(path, reason)
@@ -131,7 +131,7 @@ func (s *strategy) HandleFailure(system *actor.ActorSystem, sup actor.Supervisor
 		rs.Reset()
 		if s.root || s.cfg.OnGiveUp != nil {
 			s.publish(system, child, reason, actor.StopDirective)
-			s.reg.SetState(path, Stopping)
+			s.reg.SetState(path, Failed)
 			sup.StopChildren(child)
 			if s.cfg.OnGiveUp != nil {
 				s.cfg.OnGiveUp(path, reason)
