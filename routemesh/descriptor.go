@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zlink-go/zlink/location"
@@ -60,13 +61,14 @@ type lease struct {
 	latest location.Descriptor
 	dirty  bool
 
-	kick chan struct{} // capacity 1
-	done chan struct{} // closed when run returns
+	kick      chan struct{}  // capacity 1
+	published atomic.Bool    // the store is known to hold the current snapshot
+	wg        sync.WaitGroup // running loops (one per lease actor incarnation)
 }
 
 func newLease(n *Node, store location.Store, d location.Descriptor) *lease {
 	return &lease{n: n, store: store, ttl: n.cfg.DescriptorTTL, latest: d,
-		kick: make(chan struct{}, 1), done: make(chan struct{})}
+		kick: make(chan struct{}, 1)}
 }
 
 // set replaces the snapshot to publish. Never blocks.
@@ -109,10 +111,11 @@ func (le *lease) put(ctx context.Context, d location.Descriptor) bool {
 	return true
 }
 
-// run publishes until ctx ends. published tells whether the store is known
-// to hold the current snapshot (then a renewal is enough).
-func (le *lease) run(ctx context.Context, published bool) {
-	defer close(le.done)
+// run publishes until ctx ends. A store that is unreachable does not stop
+// it: it keeps trying every TTL/3.
+func (le *lease) run(ctx context.Context) {
+	published := le.published.Load()
+	defer func() { le.published.Store(published) }()
 	tick := time.NewTicker(max(le.ttl/3, time.Millisecond))
 	defer tick.Stop()
 	for {
@@ -151,7 +154,7 @@ func (le *lease) run(ctx context.Context, published bool) {
 	}
 }
 
-// remove deletes the descriptor (Stop); run must have returned.
+// remove deletes the descriptor (Stop); every run must have returned.
 func (le *lease) remove() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()

@@ -268,6 +268,10 @@ func (m *meshActor) start(c actor.Context) {
 	epoch := m.epoch
 	m.spawn(c, actors.Spec{Name: "channels", Kind: "supervisor", Supervisor: supervisor.DefaultConfig(),
 		Producer: func() actor.Actor { return &channelsActor{n: n, mesh: m.self, epoch: epoch} }})
+	m.spawn(c, actors.Spec{Name: "listener", Kind: "listener", Producer: func() actor.Actor { return &listenerActor{n: n} }})
+	if n.lease != nil {
+		m.spawn(c, actors.Spec{Name: "lease", Kind: "lease", Producer: func() actor.Actor { return &leaseActor{n: n} }})
+	}
 	if n.needsDiscovery() {
 		m.spawn(c, n.discoverySpec())
 	}

@@ -115,6 +115,7 @@ type Node struct {
 	ready   chan struct{} // closed when the node first becomes ready
 	readyMu sync.Once
 	failErr atomic.Pointer[error] // why the node failed (Failed state)
+	ownedFlags
 
 	stopOnce sync.Once
 	stopErr  error
@@ -230,13 +231,10 @@ func Start(ctx context.Context, cfg *Config, deps Deps) (*Node, error) {
 	case <-ctx.Done():
 		return fail(fmt.Errorf("zlink: mesh %s: start: %w", cfg.Mesh, ctx.Err()))
 	}
-	if !n.goTracked(n.readRouter) {
-		return fail(wire.ErrShuttingDown)
-	}
 	if n.lease != nil {
-		if err := n.startLease(ctx); err != nil {
-			return fail(err)
-		}
+		// Published before Start returns; the lease actor keeps it alive.
+		d, _ := n.lease.take()
+		n.lease.published.Store(n.lease.put(ctx, d))
 	}
 	n.log.Info().Msg("meshnode ready")
 	return n, nil
@@ -271,20 +269,6 @@ func (n *Node) Respawn(parent *actors.Ref) error {
 	return err
 }
 
-// startLease publishes the descriptor (after bind, so the endpoint is the
-// real one) and starts its lease. A store that is unreachable at start
-// does not fail Start: the lease keeps trying.
-func (n *Node) startLease(ctx context.Context) error {
-	le := n.lease
-	d, _ := le.take()
-	published := le.put(ctx, d)
-	if !n.goTracked(func() { le.run(n.dctx, published) }) {
-		close(le.done)
-		return wire.ErrShuttingDown
-	}
-	return nil
-}
-
 // needsDiscovery reports whether the node runs a discovery actor:
 // automatic nodes, and manual nodes with an object role and manual
 // endpoints (to match them with descriptors).
@@ -316,10 +300,20 @@ func (n *Node) goTracked(fn func()) bool {
 	return true
 }
 
-// goWriter runs a pipe's writer loop as a tracked goroutine.
+// goWriter runs a pipe's writer loop as a tracked goroutine. A panic in
+// the loop drops the pipe, like a failed send.
 func (n *Node) goWriter(w *writer) bool {
 	n.writers.Add(1)
-	if !n.goTracked(func() { defer n.writers.Done(); w.run() }) {
+	if !n.goTracked(func() {
+		defer n.writers.Done()
+		defer func() {
+			if r := recover(); r != nil {
+				n.log.Error().Interface("panic", r).Msg("pipe writer panicked")
+				w.onError(fmt.Errorf("%w: writer panicked: %v", wire.ErrPeerLost, r))
+			}
+		}()
+		w.run()
+	}) {
 		n.writers.Done()
 		return false
 	}
@@ -426,6 +420,15 @@ func (n *Node) Fail(reason any) {
 	n.setState(NodeFailed)
 	n.calls.failAll(err)
 	n.hcancel()
+	// Its peers must stop choosing it at once: withdraw the descriptor
+	// (off this goroutine: the caller is a supervisor and must not block).
+	if n.lease != nil {
+		n.goTracked(func() {
+			n.dcancel()
+			n.lease.wg.Wait()
+			n.lease.remove()
+		})
+	}
 	n.log.Error().Interface("reason", reason).Msg("meshnode failed: its actors could not be recovered")
 }
 

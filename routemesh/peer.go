@@ -52,6 +52,11 @@ func (a *peerActor) Receive(c actor.Context) {
 			return
 		}
 		a.self = a.n.sys.Self(c)
+		mesh, p := a.mesh, a.p
+		if _, err := a.n.sys.SpawnChild(c, actors.Spec{Name: "writer", Kind: "writer",
+			Producer: func() actor.Actor { return &writerActor{n: a.n, mesh: mesh, p: p} }}); err != nil {
+			panic(err)
+		}
 		now := time.Now()
 		lc := a.n.cfg.Liveness
 		a.live = liveness.New(liveness.Config{Interval: lc.Interval, MaxGap: lc.MaxGap, LastHeard: lc.LastHeard}, now)

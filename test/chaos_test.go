@@ -209,6 +209,20 @@ func TestChaos_EveryActorKindComesBackWhole(t *testing.T) {
 			return mesh + "/channels/channel:echo"
 		}},
 		{kind: "discovery", path: func(*zlink.Host, *routemesh.Node, *routemesh.Node) string { return mesh + "/discovery" }},
+		{kind: "listener", path: func(*zlink.Host, *routemesh.Node, *routemesh.Node) string { return mesh + "/listener" }},
+		{kind: "lease", path: func(*zlink.Host, *routemesh.Node, *routemesh.Node) string { return mesh + "/lease" }},
+		{
+			kind: "writer",
+			path: func(h *zlink.Host, _, c *routemesh.Node) string {
+				return pathWithPrefix(h, mesh+"/peer:"+c.RID()+"#") + "/writer"
+			},
+			// A writer restart drops its connection, like a peer restart.
+			restarted: func(t *testing.T, h *zlink.Host, s *routemesh.Node, path string) bool {
+				st := status(t, s)
+				p := pathWithPrefix(h, mesh+"/peer:")
+				return st.Counters["peers_lost"] >= 1 && p != "" && p+"/writer" != path
+			},
+		},
 		{
 			kind: "peer",
 			path: func(h *zlink.Host, _, c *routemesh.Node) string {
