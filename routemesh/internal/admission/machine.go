@@ -58,6 +58,13 @@ func New(local Identity, requiredCaps []string) *Machine {
 	}
 }
 
+// Local returns the local identity the machine was created with.
+func (m *Machine) Local() Identity {
+	l := m.local
+	l.Capabilities = slices.Clone(l.Capabilities)
+	return l
+}
+
 // NeedsConnection reports whether two MeshNodes of one mesh need a peer
 // connection. It is false only when both are Object Clients and neither has
 // any RouteMesh Channel Server membership (weight 0 counts as membership).
