@@ -93,18 +93,7 @@ func (m *meshActor) onDialDone(msg *dialDone) {
 	m.pipes[p.id] = p
 	n.goTracked(p.w.run)
 	n.goTracked(func() { n.readDealer(p) })
-	hello := &wire.Hello{Identity: n.identity(), Nonce: ident.Nonce(), ExpectRID: in.adm.ExpectRID, ConfigGeneration: in.adm.ConfigGeneration}
-	p.hello, p.myNonce = hello, hello.Nonce
-	if err := p.sendFrame(&wire.Frame{Type: wire.FrameHello, Hello: hello}); err != nil {
-		m.dropPipe(p, err)
-		return
-	}
-	m.armHandshakeTimeout(p)
-}
-
-func (m *meshActor) armHandshakeTimeout(p *pipe) {
-	ref := m.n.ref
-	time.AfterFunc(m.n.cfg.Socket.ReceiveTimeout, func() { _ = ref.Tell(&handshakeTimeout{p: p}) })
+	m.startHandshake(p)
 }
 
 // retry schedules the next dial of in with exponential backoff and jitter.
