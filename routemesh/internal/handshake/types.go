@@ -221,9 +221,11 @@ type Event struct {
 	Detail string
 }
 
-// Output is what Step asks the driver to do, in this order: send Send (if
-// any), close the pipe named by Replace (if any), declare the pipe ready
-// (Ready) or close it (Close), and arm a timer for Deadline.
+// Output is what Step asks the driver to do. With Ready: close the pipe
+// named by Replace (if any), make the pipe ready, then send Send (the
+// arbiter's ready announcement). With Close: send Send (a Reject), then
+// close the pipe. Otherwise: send Send (if any). In every case, arm a timer
+// for Deadline (if not zero).
 type Output struct {
 	// Send is the frame to send now; 0 for none.
 	Send Frame
