@@ -27,6 +27,10 @@
 // A Machine is not safe for concurrent use: one actor owns it and the
 // admission machine it consults. It does no I/O, starts no goroutines, reads
 // no clock (time is passed in), draws no random numbers and logs nothing. It
-// must not import the wire package, zmq4 or protoactor: building frames and
-// verifying proofs is the driver's work; the machine sees only their result.
+// must not touch the pipe, its socket, the ready-link table or the
+// connection intents (the mesh actor's), and it changes the admission
+// machine only through Check and Admit (the actor reports closed pipes and
+// lost peers). It must not import the wire package, zmq4 or protoactor:
+// building frames and verifying proofs is the driver's work; the machine
+// sees only their result.
 package handshake
