@@ -125,9 +125,8 @@ func (s *sim) deliver(i int) {
 	s.apply(n, msg.pipe, msg.from, m.Step(s.now, ev), "")
 }
 
-// next returns the index of the first in-flight frame that may arrive now
-// (the oldest of its pipe and direction) among those from node from, or
-// -1.
+// deliverable returns the indexes of the in-flight frames that may arrive
+// next: the oldest of each pipe and direction.
 func (s *sim) deliverable() []int {
 	var idx []int
 	seen := map[[3]string]bool{}
@@ -170,8 +169,8 @@ func (s *sim) advance(d time.Duration) {
 	}
 }
 
-// readyPipe returns the pipe a node holds ready to peer, checking it holds
-// at most one and that no ready pipe was ever replaced.
+// readyPipes returns the pipes a node declared ready that are still its
+// current connection.
 func (s *sim) readyPipes(rid string) []string {
 	n := s.nodes[rid]
 	var out []string
