@@ -95,18 +95,7 @@ func (m *meshActor) onDialDone(msg *dialDone) {
 	m.pipes[p.id] = p
 	n.goWriter(p.w)
 	n.goTracked(func() { n.readDealer(p) })
-	hello := &wire.Hello{Identity: n.identity(), Nonce: ident.Nonce(), ExpectRID: in.adm.ExpectRID, ConfigGeneration: in.adm.ConfigGeneration}
-	p.hello, p.myNonce = hello, hello.Nonce
-	if err := p.sendFrame(&wire.Frame{Type: wire.FrameHello, Hello: hello}); err != nil {
-		m.dropPipe(p, err)
-		return
-	}
-	m.armHandshakeTimeout(p)
-}
-
-func (m *meshActor) armHandshakeTimeout(p *pipe) {
-	ref := m.self
-	time.AfterFunc(m.n.cfg.Socket.ReceiveTimeout, func() { _ = ref.Tell(&handshakeTimeout{p: p}) })
+	m.startHandshake(p)
 }
 
 // retry schedules the next dial of in with exponential backoff and jitter.

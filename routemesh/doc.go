@@ -1,6 +1,7 @@
 // Package routemesh is the RouteMesh runtime: one MeshNode per MeshName per
 // process (SPEC §2–9). It owns the node's ROUTER socket, the mesh actor
-// (handshakes through the pure internal/admission machine, pipes, manual
+// (handshakes through the pure internal/handshake and internal/admission
+// machines, pipes, manual
 // and automatic connection intents, the ready-link table), one peer actor
 // per ready connection (liveness through internal/liveness, control
 // envelopes), channel owners and weighted selection (internal/selection),

@@ -9,15 +9,37 @@ import (
 
 	"github.com/zlink-go/zlink/internal/ident"
 	"github.com/zlink-go/zlink/routemesh/internal/admission"
+	"github.com/zlink-go/zlink/routemesh/internal/handshake"
 	"github.com/zlink-go/zlink/wire"
 )
 
+// The mesh actor drives one handshake.Machine per pipe and does only the
+// I/O: it turns frames into events, builds and sends the frames the machine
+// asks for (identity, nonces, proofs), and makes the pipe ready or closes it.
+
+// newHandshake creates p's handshake machine.
+func (m *meshActor) newHandshake(p *pipe, now time.Time) {
+	ap := admission.Pipe{ID: p.id, Outbound: p.outbound}
+	if p.outbound && p.intent != nil {
+		ap.Intent = &p.intent.adm
+	}
+	p.hs = handshake.New(handshake.Config{Timeout: m.n.cfg.Socket.ReceiveTimeout}, m.adm, ap, now)
+}
+
+// startHandshake sends the dialer's Hello on a connected outbound pipe.
+func (m *meshActor) startHandshake(p *pipe) {
+	now := time.Now()
+	m.newHandshake(p, now)
+	m.execute(p, p.hs.Step(now, handshake.Event{Kind: handshake.Dialed}))
+}
+
 func (m *meshActor) onHello(msg *inboundHello) {
 	n := m.n
-	if m.stopped || m.pipes[msg.id] != nil {
+	if m.stopped || m.adm == nil || m.pipes[msg.id] != nil {
 		return
 	}
-	p := &pipe{id: msg.id, node: n, closed: make(chan struct{}), started: time.Now()}
+	now := time.Now()
+	p := &pipe{id: msg.id, node: n, closed: make(chan struct{}), started: now}
 	p.state.Store(uint32(pipeHandshake))
 	idb := []byte(msg.id)
 	p.w = newWriter(n.cfg.Socket.SendHWM, func(b []byte) error {
@@ -30,33 +52,17 @@ func (m *meshActor) onHello(msg *inboundHello) {
 	n.goWriter(p.w)
 	h := msg.hello
 	p.hello, p.remote, p.theirNonce = h, h.Identity, h.Nonce
-	switch {
-	case h.Mesh != n.cfg.Mesh:
-		m.reject(p, wire.RejectWrongMesh, "mesh "+h.Mesh)
-		return
-	case h.Protocol != wire.ProtocolVersion:
-		m.reject(p, wire.RejectVersion, "protocol "+strconv.Itoa(int(h.Protocol)))
-		return
-	case h.ExpectRID != "" && h.ExpectRID != n.rid:
-		m.reject(p, wire.RejectWrongRID, "this node is "+n.rid)
-		return
-	case h.Identity.Validate() != nil:
-		m.reject(p, wire.RejectProtocol, h.Identity.Validate().Error())
-		return
+	m.newHandshake(p, now)
+	ev := handshake.Event{Kind: handshake.HelloReceived, Remote: toAdmission(&h.Identity), ExpectRID: h.ExpectRID}
+	if err := h.Identity.Validate(); err != nil {
+		ev = handshake.Event{Kind: handshake.Malformed, Detail: err.Error()}
 	}
-	w := &wire.Welcome{Identity: n.identity(), Nonce: ident.Nonce()}
-	w.Proof = n.trust.Proof("listener", w.Nonce, h.Nonce, wire.Transcript(h, w)...)
-	p.welcome, p.myNonce = w, w.Nonce
-	if err := p.sendFrame(&wire.Frame{Type: wire.FrameWelcome, Welcome: w}); err != nil {
-		m.dropPipe(p, err)
-		return
-	}
-	m.armHandshakeTimeout(p)
+	m.execute(p, p.hs.Step(now, ev))
 }
 
 func (m *meshActor) onHandshakeFrame(msg *handshakeFrame) {
 	p, f := msg.p, msg.f
-	if m.pipes[p.id] != p || p.getState() == pipeClosed {
+	if m.pipes[p.id] != p || p.getState() == pipeClosed || p.hs == nil {
 		m.n.cnt.lateFrames.Add(1)
 		return
 	}
@@ -67,152 +73,173 @@ func (m *meshActor) onHandshakeFrame(msg *handshakeFrame) {
 		}
 		return
 	}
+	m.execute(p, p.hs.Step(time.Now(), m.event(p, f)))
+	if f.Type == wire.FrameBatch && p.getState() == pipeReady {
+		m.n.dispatch(p, f.Batch)
+	}
+}
+
+// event turns a handshake frame into the machine's input, verifying proofs.
+func (m *meshActor) event(p *pipe, f *wire.Frame) handshake.Event {
+	n := m.n
 	switch f.Type {
 	case wire.FrameReject:
-		m.onReject(p, f.Reject)
-	case wire.FrameWelcome:
-		if p.outbound && p.welcome == nil {
-			m.onWelcome(p, f.Welcome)
-			return
-		}
-		m.protocolViolation(p, "unexpected welcome")
-	case wire.FrameAuth:
-		if !p.outbound && p.welcome != nil {
-			m.onAuth(p, f.Auth)
-			return
-		}
-		m.protocolViolation(p, "unexpected auth")
+		return handshake.Event{Kind: handshake.RejectReceived, Reason: fromWire(f.Reject.Reason), Detail: f.Reject.Detail}
 	case wire.FrameBatch:
-		// The listener's first batch acknowledges our Auth: ready.
-		if p.outbound && p.welcome != nil && m.adm.IsCurrent(p.id) {
-			m.makeReady(p)
-			m.n.dispatch(p, f.Batch)
+		return handshake.Event{Kind: handshake.BatchReceived}
+	case wire.FrameWelcome:
+		if p.hs.State() != handshake.HelloSent {
+			return handshake.Event{Kind: handshake.WelcomeReceived} // out of order: refused
+		}
+		w := f.Welcome
+		if err := w.Identity.Validate(); err != nil {
+			return handshake.Event{Kind: handshake.Malformed, Detail: err.Error()}
+		}
+		p.welcome, p.remote, p.theirNonce = w, w.Identity, w.Nonce
+		ok := n.trust.Verify(w.Proof, "listener", w.Nonce, p.myNonce, wire.Transcript(p.hello, w)...)
+		return handshake.Event{Kind: handshake.WelcomeReceived, Remote: toAdmission(&w.Identity), ProofOK: ok}
+	case wire.FrameAuth:
+		if p.hs.State() != handshake.WelcomeSent {
+			return handshake.Event{Kind: handshake.AuthReceived} // out of order: refused
+		}
+		ok := n.trust.Verify(f.Auth.Proof, "dialer", p.theirNonce, p.myNonce, wire.Transcript(p.hello, p.welcome)...)
+		return handshake.Event{Kind: handshake.AuthReceived, ProofOK: ok}
+	default:
+		return handshake.Event{Kind: handshake.Malformed, Detail: "unexpected " + f.Type.String()}
+	}
+}
+
+// onHandshakeTimeout steps the machine when its deadline passes.
+func (m *meshActor) onHandshakeTimeout(p *pipe) {
+	p.hsTimer = false
+	if m.pipes[p.id] != p || p.hs == nil || p.getState() != pipeHandshake {
+		return
+	}
+	m.execute(p, p.hs.Step(time.Now(), handshake.Event{Kind: handshake.Tick}))
+}
+
+// execute carries out what the machine asked for.
+func (m *meshActor) execute(p *pipe, out handshake.Output) {
+	switch {
+	case out.Ready:
+		if old := m.pipes[out.Replace]; out.Replace != "" && old != nil && old != p {
+			// The arbiter declared p ready, so it has let the old pipe go.
+			m.dropPipe(old, fmt.Errorf("%w: the peer replaced this connection", wire.ErrPeerLost))
+		}
+		m.makeReady(p)
+		if out.Send == handshake.FrameBatch && p.getState() == pipeReady {
+			// The arbiter's ready announcement: a first batch.
+			_ = p.w.control(outItem{env: m.heartbeat(0)})
+		}
+	case out.Close:
+		m.closeHandshake(p, out)
+	case out.Send != 0:
+		if err := m.send(p, out.Send); err != nil {
+			m.dropPipe(p, err)
 			return
 		}
-		m.protocolViolation(p, "batch before handshake")
+	}
+	if !out.Deadline.IsZero() && !p.hsTimer {
+		p.hsTimer = true
+		ref := m.self
+		time.AfterFunc(time.Until(out.Deadline), func() { _ = ref.Tell(&handshakeTimeout{p: p}) })
+	}
+}
+
+// send builds and queues a handshake frame other than a Reject.
+func (m *meshActor) send(p *pipe, f handshake.Frame) error {
+	n := m.n
+	switch f {
+	case handshake.FrameHello:
+		h := &wire.Hello{Identity: n.identity(), Nonce: ident.Nonce()}
+		if in := p.intent; in != nil {
+			h.ExpectRID, h.ConfigGeneration = in.adm.ExpectRID, in.adm.ConfigGeneration
+		}
+		p.hello, p.myNonce = h, h.Nonce
+		return p.sendFrame(&wire.Frame{Type: wire.FrameHello, Hello: h})
+	case handshake.FrameWelcome:
+		w := &wire.Welcome{Identity: n.identity(), Nonce: ident.Nonce()}
+		w.Proof = n.trust.Proof("listener", w.Nonce, p.theirNonce, wire.Transcript(p.hello, w)...)
+		p.welcome, p.myNonce = w, w.Nonce
+		return p.sendFrame(&wire.Frame{Type: wire.FrameWelcome, Welcome: w})
+	case handshake.FrameAuth:
+		proof := n.trust.Proof("dialer", p.myNonce, p.theirNonce, wire.Transcript(p.hello, p.welcome)...)
+		return p.sendFrame(&wire.Frame{Type: wire.FrameAuth, Auth: &wire.Auth{Proof: proof}})
+	case handshake.FrameBatch:
+		// The follower listener's acknowledgement of the Auth.
+		return p.w.control(outItem{env: m.heartbeat(0)})
 	default:
-		m.protocolViolation(p, "unexpected "+f.Type.String())
+		return fmt.Errorf("%w: cannot send %v", wire.ErrProtocol, f)
 	}
 }
 
-func (m *meshActor) protocolViolation(p *pipe, detail string) {
-	m.n.cnt.protocolErrors.Add(1)
-	m.reject(p, wire.RejectProtocol, detail)
-}
-
-// onWelcome runs on the dialer: verify the listener, admit, answer Auth.
-func (m *meshActor) onWelcome(p *pipe, w *wire.Welcome) {
+// closeHandshake ends a handshake that did not become ready: it tells the
+// peer why (unless the peer refused, or the deadline passed), updates the
+// dialing intent and closes the pipe.
+func (m *meshActor) closeHandshake(p *pipe, out handshake.Output) {
 	n := m.n
-	p.welcome, p.remote, p.theirNonce = w, w.Identity, w.Nonce
-	if err := w.Identity.Validate(); err != nil {
-		m.reject(p, wire.RejectProtocol, err.Error())
+	if out.Reason == handshake.Timeout {
+		m.dropPipe(p, fmt.Errorf("%w: %s", wire.ErrPeerLost, out.Detail))
 		return
 	}
-	tr := wire.Transcript(p.hello, w)
-	authOK := n.trust.Verify(w.Proof, "listener", w.Nonce, p.myNonce, tr...)
-	in := p.intent
-	d := m.adm.Admit(admission.Pipe{ID: p.id, Outbound: true, Intent: &in.adm}, toAdmission(&w.Identity), authOK)
-	if !m.apply(p, d) {
-		return
+	reason := toWire(out.Reason)
+	n.cnt.handshakeRejects.Add(1)
+	if out.Send == handshake.FrameReject {
+		if out.Reason == handshake.Protocol {
+			n.cnt.protocolErrors.Add(1)
+		}
+		_ = p.sendFrame(&wire.Frame{Type: wire.FrameReject, Reject: &wire.Reject{Reason: reason, Detail: out.Detail}})
 	}
-	proof := n.trust.Proof("dialer", p.myNonce, w.Nonce, tr...)
-	if err := p.sendFrame(&wire.Frame{Type: wire.FrameAuth, Auth: &wire.Auth{Proof: proof}}); err != nil {
-		m.dropPipe(p, err)
-	}
-	// Ready when the listener's first batch arrives.
-}
-
-// onAuth runs on the listener: verify the dialer, admit, acknowledge.
-func (m *meshActor) onAuth(p *pipe, a *wire.Auth) {
-	n := m.n
-	authOK := n.trust.Verify(a.Proof, "dialer", p.theirNonce, p.myNonce, wire.Transcript(p.hello, p.welcome)...)
-	d := m.adm.Admit(admission.Pipe{ID: p.id}, toAdmission(&p.remote), authOK)
-	if !m.apply(p, d) {
-		return
-	}
-	m.makeReady(p)
-	// The acknowledgement: a first batch carrying a heartbeat.
-	_ = p.w.control(outItem{env: m.heartbeat(0)})
-}
-
-// apply carries out an admission decision; it reports whether p goes on.
-func (m *meshActor) apply(p *pipe, d admission.Decision) bool {
-	switch d.Verdict {
-	case admission.Accept:
-		return true
-	case admission.Replace:
-		if old := m.pipes[d.Close]; old != nil && old != p {
-			if !old.outbound {
-				_ = old.sendFrame(&wire.Frame{Type: wire.FrameReject, Reject: &wire.Reject{Reason: wire.RejectDuplicate, Detail: "replaced by " + p.id}})
+	if in := p.intent; in != nil && in.p == p {
+		switch out.Reason {
+		case handshake.NotRequired:
+			in.state, in.rid, in.since = PeerNotRequired, p.remote.RID, time.Now()
+		case handshake.Duplicate:
+			in.rid = p.remote.RID
+			if l := n.load().links[in.rid]; l != nil && l.p != p {
+				// Satisfied by the connection the arbiter kept: no redial.
+				in.p, in.state, in.attempts, in.lastErr, in.since = nil, PeerReady, 0, nil, time.Now()
 			}
-			m.dropPipe(old, fmt.Errorf("%w: duplicate pipe replaced", wire.ErrPeerLost))
 		}
-		return true
-	case admission.NotRequired:
-		if p.intent != nil {
-			p.intent.state = PeerNotRequired
-			p.intent.rid = p.remote.RID
-			p.intent.since = time.Now()
-		}
-		m.reject(p, wire.RejectNotRequired, "both Object Clients without Channel Server membership")
-	case admission.Duplicate:
-		m.reject(p, wire.RejectDuplicate, "a connection to this peer already exists")
-	case admission.Defer:
-		m.reject(p, wire.RejectStaleGeneration, "the previous generation's connection is still alive")
-	default:
-		m.reject(p, rejectReason(d.Reason), d.Reason.String())
 	}
-	return false
+	m.logReject(p, reason, out.Detail, out.ByPeer)
+	m.dropPipe(p, &rejectError{reason: reason, detail: out.Detail, local: !out.ByPeer})
 }
 
-func rejectReason(r admission.Reason) wire.RejectReason {
+func toWire(r handshake.Reason) wire.RejectReason {
 	switch r {
-	case admission.WrongMesh:
+	case handshake.WrongMesh:
 		return wire.RejectWrongMesh
-	case admission.WrongRID:
+	case handshake.WrongRID:
 		return wire.RejectWrongRID
-	case admission.AuthFailed:
+	case handshake.AuthFailed:
 		return wire.RejectAuth
-	case admission.Version:
+	case handshake.Version:
 		return wire.RejectVersion
-	case admission.Capability:
+	case handshake.Capability:
 		return wire.RejectCapability
-	case admission.RIDCollision:
+	case handshake.RIDCollision:
 		return wire.RejectRIDCollision
-	case admission.StaleGeneration, admission.OldGenerationAlive:
+	case handshake.StaleGeneration:
 		return wire.RejectStaleGeneration
-	case admission.NotRequiredPair:
+	case handshake.NotRequired:
 		return wire.RejectNotRequired
-	case admission.DuplicatePipe:
+	case handshake.Duplicate:
 		return wire.RejectDuplicate
+	case handshake.ShuttingDown:
+		return wire.RejectShuttingDown
 	default:
 		return wire.RejectProtocol
 	}
 }
 
-// reject tells the peer why and closes p.
-func (m *meshActor) reject(p *pipe, reason wire.RejectReason, detail string) {
-	m.n.cnt.handshakeRejects.Add(1)
-	_ = p.sendFrame(&wire.Frame{Type: wire.FrameReject, Reject: &wire.Reject{Reason: reason, Detail: detail}})
-	m.logReject(p, reason, detail, false)
-	m.dropPipe(p, &rejectError{reason: reason, detail: detail, local: true})
-}
-
-// onReject handles the peer's refusal.
-func (m *meshActor) onReject(p *pipe, r *wire.Reject) {
-	m.n.cnt.handshakeRejects.Add(1)
-	if in := p.intent; in != nil {
-		switch r.Reason {
-		case wire.RejectNotRequired:
-			in.state = PeerNotRequired
-			in.rid = p.remote.RID
-			in.since = time.Now()
-		case wire.RejectDuplicate:
-			in.rid = p.remote.RID
+func fromWire(r wire.RejectReason) handshake.Reason {
+	for hr := handshake.WrongMesh; hr <= handshake.ShuttingDown; hr++ {
+		if hr != handshake.Protocol && hr != handshake.Timeout && hr != handshake.NoIntent && toWire(hr) == r {
+			return hr
 		}
 	}
-	m.logReject(p, r.Reason, r.Detail, true)
-	m.dropPipe(p, &rejectError{reason: r.Reason, detail: r.Detail})
+	return handshake.Protocol
 }
 
 // logReject logs an authentication failure once per endpoint + generation;

@@ -186,9 +186,10 @@ func (n *Node) onFrame(p *pipe, raw []byte) {
 		return
 	}
 	hf := &handshakeFrame{p: p, f: f}
-	if p.outbound {
+	if p.outbound || f.Type == wire.FrameBatch {
 		// Wait until the mesh actor has applied it, so a batch that follows
-		// the handshake is never dispatched before the pipe is ready.
+		// the handshake is never dispatched before the pipe is ready (the
+		// arbiter's first batch makes a follower's inbound pipe ready).
 		hf.done = make(chan struct{})
 	}
 	if err := n.mesh().Tell(hf); err != nil {

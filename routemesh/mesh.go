@@ -163,9 +163,7 @@ func (m *meshActor) Receive(c actor.Context) {
 		msg.in.waiting = false
 		m.dial(msg.in)
 	case *handshakeTimeout:
-		if msg.p.getState() == pipeHandshake && m.pipes[msg.p.id] == msg.p {
-			m.dropPipe(msg.p, fmt.Errorf("%w: handshake timed out", wire.ErrPeerLost))
-		}
+		m.onHandshakeTimeout(msg.p)
 	case *setWeight:
 		m.applyWeight(msg)
 		c.Respond(true)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-zeromq/zmq4"
 
+	"github.com/zlink-go/zlink/routemesh/internal/handshake"
 	"github.com/zlink-go/zlink/wire"
 )
 
@@ -54,6 +55,8 @@ type pipe struct {
 	theirNonce [16]byte
 	started    time.Time
 	link       *link
+	hs         *handshake.Machine // the handshake; mesh actor only
+	hsTimer    bool               // a handshake timeout is armed
 
 	closeOnce sync.Once
 	closed    chan struct{}

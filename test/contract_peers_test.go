@@ -1,7 +1,7 @@
 package test
 
-// Contract tests for reference 004 §13 "peer connections" in manual
-// topology, over real ZeroMQ sockets on 127.0.0.1.
+// Contract tests for peer connections in manual topology, over real ZeroMQ
+// sockets on 127.0.0.1.
 
 import (
 	"bytes"
@@ -26,36 +26,20 @@ func memStore(t *testing.T) location.Store {
 }
 
 func TestContract_Peers_ManualTwoSidedDialEndsInOneReadyConnection(t *testing.T) {
-	// Both sides name each other's endpoint and dial at the same time.
-	epA, epB := freeEndpoint(t), freeEndpoint(t)
-	oa := zlink.NewOptions()
-	oa.AddRouteMesh("game").SetRoutingID("a").Listen(epA).ConfigureLiveness(fastLiveness).
-		AddPeer(epB, "b").HandleDirectRequest("echo", echo)
-	ob := zlink.NewOptions()
+	// Both sides name each other's endpoint and their dials are released at
+	// the same instant (see simultaneousPair).
 	var handled atomic.Int64
-	ob.AddRouteMesh("game").SetRoutingID("b").Listen(epB).ConfigureLiveness(fastLiveness).
-		AddPeer(epA, "a").HandleDirectRequest("echo", func(c *routemesh.Context, p []byte) ([]byte, error) {
+	a, b2 := simultaneousPair(t, func(c *routemesh.Context, p []byte) ([]byte, error) {
 		handled.Add(1)
-		return p, nil
+		return echo(c, p)
 	})
-	a := startHost(t, oa).Mesh("game")
-	b2 := startHost(t, ob).Mesh("game")
-
-	waitPeerState(t, a, "b", routemesh.PeerReady)
-	waitPeerState(t, b2, "a", routemesh.PeerReady)
-	// Both sides agree on the one surviving pipe: the one dialed by the
-	// smaller RID ("a").
-	waitFor(t, "both sides on one pipe", 10*time.Second, func() bool {
-		pa, _ := status(t, a).Peer("b")
-		pb, _ := status(t, b2).Peer("a")
-		return pa.State == routemesh.PeerReady && pb.State == routemesh.PeerReady && pa.Pipe != "" && pa.Pipe == pb.Pipe && pa.Outbound
-	})
+	// Both sides agree on the one surviving pipe: one node dialed it, the
+	// other accepted it.
+	waitFor(t, "both sides on one pipe", 10*time.Second, func() bool { return oneReadyPipe(t, a, b2) })
 	pa, _ := status(t, a).Peer("b")
-	if !pa.Outbound {
-		t.Fatalf("surviving pipe %s should be the one a dialed", pa.Pipe)
-	}
-	if n := status(t, a).CountPeers(routemesh.PeerReady); n != 1 {
-		t.Fatalf("a has %d ready peers, want 1", n)
+	pb, _ := status(t, b2).Peer("a")
+	if pa.Outbound == pb.Outbound {
+		t.Fatalf("pipe %s: outbound on a %v and on b %v", pa.Pipe, pa.Outbound, pb.Outbound)
 	}
 	// Messages are delivered exactly once over it.
 	for i := 0; i < 20; i++ {
@@ -65,6 +49,12 @@ func TestContract_Peers_ManualTwoSidedDialEndsInOneReadyConnection(t *testing.T)
 	}
 	if got := handled.Load(); got != 20 {
 		t.Fatalf("b's handler ran %d times for 20 requests", got)
+	}
+	// The duplicate was refused before ready: no side lost a ready peer.
+	for _, n := range []*routemesh.Node{a, b2} {
+		if lost := status(t, n).Counters["peers_lost"]; lost != 0 {
+			t.Fatalf("%s: peers_lost = %d, want 0", n.RID(), lost)
+		}
 	}
 }
 

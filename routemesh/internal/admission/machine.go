@@ -58,6 +58,13 @@ func New(local Identity, requiredCaps []string) *Machine {
 	}
 }
 
+// Local returns the local identity the machine was created with.
+func (m *Machine) Local() Identity {
+	l := m.local
+	l.Capabilities = slices.Clone(l.Capabilities)
+	return l
+}
+
 // NeedsConnection reports whether two MeshNodes of one mesh need a peer
 // connection. It is false only when both are Object Clients and neither has
 // any RouteMesh Channel Server membership (weight 0 counts as membership).
@@ -72,19 +79,84 @@ func Initiator(localRID, remoteRID string) bool {
 	return bytes.Compare([]byte(localRID), []byte(remoteRID)) < 0
 }
 
-// Admit decides the fate of pipe p whose handshake proved remote.
-// authenticated reports whether the trust-profile challenge succeeded.
+// Arbiter reports whether the local node arbitrates duplicate pipes with
+// the remote one: the node whose RID is smaller in canonical byte order
+// does. The arbiter keeps one pipe per remote lifecycle and refuses the
+// others; the other side (the follower) becomes ready only on a pipe the
+// arbiter declared ready. Both sides compute the same answer.
+func Arbiter(localRID, remoteRID string) bool { return Initiator(localRID, remoteRID) }
+
+// Check runs every admission rule for pipe p while its handshake is still
+// going on, without making it current. authenticated reports whether the
+// trust-profile challenge succeeded.
 //
 // The rules apply in this order: MeshName; authentication and security
 // identity; protocol version and required capabilities; expected RID;
 // generation (0 is never valid; an intent's expected generation must match);
 // RID collision with the local node; a live intent for outbound pipes;
-// connection need (NotRequired); duplicate pipe of the same generation
-// (Duplicate or Replace, computed identically on both sides); a different
-// generation while the old one is current (Defer); otherwise Accept.
-func (m *Machine) Admit(p Pipe, remote Identity, authenticated bool) Decision {
-	reject := func(r Reason) Decision { return Decision{Verdict: Reject, Reason: r, Close: p.ID} }
+// connection need (NotRequired, remembered for the intent); a different
+// generation while the old one is current (Defer); on the arbiter, a second
+// pipe to the current lifecycle (Duplicate). A follower passes a second pipe
+// of the current lifecycle on: only the arbiter refuses duplicates.
+func (m *Machine) Check(p Pipe, remote Identity, authenticated bool) Decision {
+	if d, done := m.rules(p, remote, authenticated); done {
+		return d
+	}
+	cur, ok := m.current[remote.RID]
+	switch {
+	case !ok || cur.id == p.ID:
+		return Decision{Verdict: Accept}
+	case cur.gen != remote.Generation:
+		return Decision{Verdict: Defer, Reason: OldGenerationAlive, Close: p.ID}
+	case Arbiter(m.local.RID, remote.RID):
+		return Decision{Verdict: Duplicate, Reason: DuplicatePipe, Close: p.ID}
+	default:
+		return Decision{Verdict: Accept}
+	}
+}
 
+// Admit decides, at the moment pipe p would become ready, whether it becomes
+// the current connection to the remote, and installs it if so. On the
+// arbiter it is called when the arbiter declares p ready; on the follower,
+// when the arbiter's ready signal arrives on p.
+//
+// The rules of Check apply first. Then: a different generation while the
+// old one is current is deferred; a second pipe to the current lifecycle is
+// refused on the arbiter (Duplicate: the incumbent, already ready, stays) and
+// replaces the incumbent on the follower (Replace: the arbiter declared this
+// pipe ready, so it no longer holds the old one). A ready pipe is never
+// replaced on the arbiter.
+func (m *Machine) Admit(p Pipe, remote Identity, authenticated bool) Decision {
+	if d, done := m.rules(p, remote, authenticated); done {
+		return d
+	}
+	cur, ok := m.current[remote.RID]
+	switch {
+	case !ok:
+		m.install(remote.RID, p, remote.Generation)
+		return Decision{Verdict: Accept}
+	case cur.id == p.ID:
+		if cur.gen == remote.Generation {
+			return Decision{Verdict: Accept} // the same pipe admitted again
+		}
+		// A pipe cannot change lifecycle: the peer is broken.
+		m.drop(remote.RID)
+		return Decision{Verdict: Reject, Reason: StaleGeneration, Close: p.ID}
+	case cur.gen != remote.Generation:
+		return Decision{Verdict: Defer, Reason: OldGenerationAlive, Close: p.ID}
+	case Arbiter(m.local.RID, remote.RID):
+		return Decision{Verdict: Duplicate, Reason: DuplicatePipe, Close: p.ID}
+	default:
+		m.drop(remote.RID)
+		m.install(remote.RID, p, remote.Generation)
+		return Decision{Verdict: Replace, Reason: DuplicatePipe, Close: cur.id}
+	}
+}
+
+// rules applies the checks that do not depend on the current pipe; done is
+// false when all of them passed.
+func (m *Machine) rules(p Pipe, remote Identity, authenticated bool) (d Decision, done bool) {
+	reject := func(r Reason) (Decision, bool) { return Decision{Verdict: Reject, Reason: r, Close: p.ID}, true }
 	if remote.Mesh != m.local.Mesh {
 		return reject(WrongMesh)
 	}
@@ -118,39 +190,9 @@ func (m *Machine) Admit(p Pipe, remote Identity, authenticated bool) Decision {
 		if p.Intent != nil {
 			m.notRequired[keyOf(*p.Intent)] = struct{}{}
 		}
-		return Decision{Verdict: NotRequired, Reason: NotRequiredPair, Close: p.ID}
+		return Decision{Verdict: NotRequired, Reason: NotRequiredPair, Close: p.ID}, true
 	}
-
-	cur, ok := m.current[remote.RID]
-	switch {
-	case !ok:
-		m.install(remote.RID, p, remote.Generation)
-		return Decision{Verdict: Accept}
-	case cur.id == p.ID:
-		if cur.gen == remote.Generation {
-			return Decision{Verdict: Accept} // the same pipe admitted again
-		}
-		// A pipe cannot change lifecycle: the peer is broken.
-		m.drop(remote.RID)
-		return reject(StaleGeneration)
-	case cur.gen != remote.Generation:
-		return Decision{Verdict: Defer, Reason: OldGenerationAlive, Close: p.ID}
-	case m.preferred(p.Outbound, remote.RID) && !m.preferred(cur.outbound, remote.RID):
-		m.drop(remote.RID)
-		m.install(remote.RID, p, remote.Generation)
-		return Decision{Verdict: Replace, Reason: DuplicatePipe, Close: cur.id}
-	default:
-		// Either the new pipe is not the preferred one, or both have the
-		// same dialler (two dials from one side): the incumbent stays.
-		return Decision{Verdict: Duplicate, Reason: DuplicatePipe, Close: p.ID}
-	}
-}
-
-// preferred reports whether a pipe between the local node and remoteRID
-// survives a duplicate-pipe race: the pipe dialled by the smaller RID. Both
-// sides compute the same answer for the same pipe.
-func (m *Machine) preferred(outbound bool, remoteRID string) bool {
-	return outbound == Initiator(m.local.RID, remoteRID)
+	return Decision{}, false
 }
 
 // intentLive reports whether an outbound pipe's intent still wants a

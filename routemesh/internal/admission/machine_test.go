@@ -151,34 +151,63 @@ func TestNew_InvalidLocalPanics(t *testing.T) {
 	}
 }
 
-// Both sides dial each other with the same generation: each machine resolves
-// the two pipes the same way, whatever the order.
-func TestAdmit_DuplicateSameGeneration(t *testing.T) {
+// Both sides dial each other with the same generation. The arbiter (the
+// smaller RID, "a") keeps whichever pipe it declares ready first and refuses
+// the other, before ready; it never replaces a ready pipe.
+func TestAdmit_ArbiterKeepsFirstReadyPipe(t *testing.T) {
 	in := Intent{Endpoint: "e", ConfigGeneration: 1}
-	// a < b: the pipe "ab" dialled by a survives on both sides.
 	a := New(ident("a", 1), nil)
+	// Both handshakes are under way: neither is refused yet.
+	if d := a.Check(inbound("ba"), ident("b", 2), true); d.Verdict != Accept {
+		t.Fatalf("check ba: %+v", d)
+	}
+	if d := a.Check(outbound("ab", in), ident("b", 2), true); d.Verdict != Accept {
+		t.Fatalf("check ab: %+v", d)
+	}
+	if a.IsCurrent("ab") || a.IsCurrent("ba") {
+		t.Fatal("Check installed a pipe")
+	}
+	// "ba" completes first: it is kept even though a dialled "ab".
 	if d := a.Admit(inbound("ba"), ident("b", 2), true); d.Verdict != Accept {
-		t.Fatalf("a first pipe: %+v", d)
+		t.Fatalf("admit ba: %+v", d)
 	}
-	if d := a.Admit(outbound("ab", in), ident("b", 2), true); d != (Decision{Replace, DuplicatePipe, "ba"}) {
-		t.Fatalf("a preferred second pipe: %+v", d)
+	if d := a.Admit(outbound("ab", in), ident("b", 2), true); d != (Decision{Duplicate, DuplicatePipe, "ab"}) {
+		t.Fatalf("admit ab after ba: %+v", d)
 	}
-	b := New(ident("b", 2), nil)
-	if d := b.Admit(inbound("ab"), ident("a", 1), true); d.Verdict != Accept {
-		t.Fatalf("b first pipe: %+v", d)
+	// A third pipe is refused early, while its handshake runs.
+	if d := a.Check(inbound("ba2"), ident("b", 2), true); d != (Decision{Duplicate, DuplicatePipe, "ba2"}) {
+		t.Fatalf("check ba2: %+v", d)
 	}
-	if d := b.Admit(outbound("ba", in), ident("a", 1), true); d != (Decision{Duplicate, DuplicatePipe, "ba"}) {
-		t.Fatalf("b losing second pipe: %+v", d)
-	}
-	for _, m := range []*Machine{a, b} {
-		if !m.IsCurrent("ab") || m.IsCurrent("ba") {
-			t.Fatalf("%s: ab current %v, ba current %v", m.local.RID, m.IsCurrent("ab"), m.IsCurrent("ba"))
-		}
+	if id, _, ok := a.Current("b"); !ok || id != "ba" {
+		t.Fatalf("current = %q %v, want ba", id, ok)
 	}
 	// Closing the loser changes nothing.
-	a.PipeClosed("ba")
-	if id, _, ok := a.Current("b"); !ok || id != "ab" {
+	a.PipeClosed("ab")
+	if id, _, ok := a.Current("b"); !ok || id != "ba" {
 		t.Fatalf("after closing loser: current %q %v", id, ok)
+	}
+}
+
+// The follower (the larger RID) refuses no duplicate itself: it admits the
+// pipe the arbiter declared ready, replacing an older pipe of the same
+// lifecycle that the arbiter has already let go.
+func TestAdmit_FollowerFollowsArbiter(t *testing.T) {
+	in := Intent{Endpoint: "e", ConfigGeneration: 1}
+	b := New(ident("b", 2), nil)
+	if d := b.Admit(inbound("ab"), ident("a", 1), true); d.Verdict != Accept {
+		t.Fatalf("first pipe: %+v", d)
+	}
+	if d := b.Check(outbound("ba", in), ident("a", 1), true); d.Verdict != Accept {
+		t.Fatalf("follower check of a second pipe: %+v", d)
+	}
+	if d := b.Admit(outbound("ba", in), ident("a", 1), true); d != (Decision{Replace, DuplicatePipe, "ab"}) {
+		t.Fatalf("follower admit of a second pipe: %+v", d)
+	}
+	if !b.IsCurrent("ba") || b.IsCurrent("ab") {
+		t.Fatalf("ba current %v, ab current %v", b.IsCurrent("ba"), b.IsCurrent("ab"))
+	}
+	if !Arbiter("a", "b") || Arbiter("b", "a") || Arbiter("a", "a") {
+		t.Fatal("Arbiter is not the smaller RID")
 	}
 }
 

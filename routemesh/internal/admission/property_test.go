@@ -6,83 +6,39 @@ import (
 	"pgregory.net/rapid"
 )
 
-// Two nodes dial each other at the same time (A→B is pipe "ab", B→A is pipe
-// "ba"). Each machine finishes the two handshakes in any order, and the
-// closes one side performs reach the other side at any later point. Whatever
-// the interleaving, both machines end with the same single current pipe.
-func TestAdmit_SimultaneousDialsConverge(t *testing.T) {
+// Check never installs a pipe and agrees with Admit on every refusal.
+func TestCheck_AgreesWithAdmit(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		ridA := rapid.StringMatching(`[a-z0-9]{1,6}`).Draw(t, "ridA")
-		ridB := rapid.StringMatching(`[a-z0-9]{1,6}`).Filter(func(s string) bool { return s != ridA }).Draw(t, "ridB")
-		genA := rapid.Uint64Min(1).Draw(t, "genA")
-		genB := rapid.Uint64Min(1).Draw(t, "genB")
-		idA, idB := ident(ridA, genA), ident(ridB, genB)
-		machines := map[string]*Machine{ridA: New(idA, nil), ridB: New(idB, nil)}
-		identities := map[string]Identity{ridA: idA, ridB: idB}
-		other := map[string]string{ridA: ridB, ridB: ridA}
-		dialler := map[string]string{"ab": ridA, "ba": ridB}
-
-		type event struct {
-			node  string // the machine that sees the event
-			pipe  string
-			close bool // a close arriving from the other side; otherwise a finished handshake
-		}
-		pending := []event{{ridA, "ab", false}, {ridA, "ba", false}, {ridB, "ab", false}, {ridB, "ba", false}}
-		closedAt := map[string]map[string]bool{ridA: {}, ridB: {}} // pipes each side knows are closed
-
-		closeLocally := func(node, pipe string) {
-			if pipe == "" || closedAt[node][pipe] {
-				return
+		local := rapid.SampledFrom([]string{"a", "m", "z"}).Draw(t, "local")
+		m := New(ident(local, 1), nil)
+		n := rapid.IntRange(1, 40).Draw(t, "steps")
+		for step := range n {
+			rid := rapid.SampledFrom([]string{"b", "n", "m"}).Draw(t, "peer")
+			gen := rapid.Uint64Range(1, 2).Draw(t, "gen")
+			p := Pipe{ID: rid + string(rune('a'+step)), Outbound: rapid.Bool().Draw(t, "outbound")}
+			if p.Outbound {
+				p.Intent = &Intent{Endpoint: rid, ConfigGeneration: 1}
 			}
-			closedAt[node][pipe] = true
-			machines[node].PipeClosed(pipe)
-			pending = append(pending, event{other[node], pipe, true})
-		}
-
-		for len(pending) > 0 {
-			i := rapid.IntRange(0, len(pending)-1).Draw(t, "event")
-			ev := pending[i]
-			pending = append(pending[:i], pending[i+1:]...)
-			m := machines[ev.node]
-			switch {
-			case ev.close:
-				if !closedAt[ev.node][ev.pipe] {
-					closedAt[ev.node][ev.pipe] = true
-					m.PipeClosed(ev.pipe)
+			auth := rapid.Bool().Draw(t, "auth")
+			curID, curGen, had := m.Current(rid)
+			c := m.Check(p, ident(rid, gen), auth)
+			if id, g, ok := m.Current(rid); id != curID || g != curGen || ok != had {
+				t.Fatalf("Check changed the current pipe")
+			}
+			if rapid.Bool().Draw(t, "admit") {
+				d := m.Admit(p, ident(rid, gen), auth)
+				if c.Verdict != Accept && c != d {
+					t.Fatalf("Check %+v but Admit %+v", c, d)
 				}
-			case closedAt[ev.node][ev.pipe]:
-				// The pipe died before its handshake finished here.
-			default:
-				p := Pipe{ID: ev.pipe, Outbound: dialler[ev.pipe] == ev.node}
-				if p.Outbound {
-					p.Intent = &Intent{Endpoint: "tcp://" + other[ev.node], ConfigGeneration: 1}
+				if d.Verdict == Replace && Arbiter(local, rid) {
+					t.Fatalf("the arbiter replaced a ready pipe: %+v", d)
 				}
-				d := m.Admit(p, identities[other[ev.node]], true)
-				switch d.Verdict {
-				case Accept:
-				case Replace, Duplicate:
-					closeLocally(ev.node, d.Close)
-				default:
-					t.Fatalf("%s admitting %s: unexpected %+v", ev.node, ev.pipe, d)
+				if d.Verdict == Duplicate && !Arbiter(local, rid) {
+					t.Fatalf("the follower refused a duplicate: %+v", d)
 				}
 			}
-		}
-
-		want := "ab"
-		if !Initiator(ridA, ridB) {
-			want = "ba"
-		}
-		for node, m := range machines {
-			id, gen, ok := m.Current(other[node])
-			if !ok || id != want || gen != identities[other[node]].Generation {
-				t.Fatalf("%s: current = %q/%d/%v, want %q", node, id, gen, ok, want)
-			}
-			if closedAt[node][want] {
-				t.Fatalf("%s: surviving pipe %q was closed", node, want)
-			}
-			loser := map[string]string{"ab": "ba", "ba": "ab"}[want]
-			if m.IsCurrent(loser) {
-				t.Fatalf("%s: losing pipe %q is current", node, loser)
+			if rapid.Bool().Draw(t, "close") {
+				m.PipeClosed(p.ID)
 			}
 		}
 	})

@@ -79,10 +79,13 @@ const (
 	// NotRequired is the terminal result for a pair that needs no
 	// connection. Close the pipe before ready; do not count it as a failure.
 	NotRequired
-	// Duplicate: the new pipe lost the duplicate-pipe race. Close it.
+	// Duplicate: the arbiter already has a ready pipe to this peer
+	// lifecycle; the new pipe is refused and must be closed before ready.
 	Duplicate
-	// Replace: the new pipe won the duplicate-pipe race; it becomes current
-	// and the old pipe (Decision.Close) must be closed.
+	// Replace: on the follower only, the arbiter declared the new pipe ready
+	// while the follower still holds an older pipe of the same lifecycle
+	// (the arbiter has already let it go). The new pipe becomes current and
+	// the old pipe (Decision.Close) must be closed.
 	Replace
 	// Defer: the peer restarted with a new generation while the old
 	// lifecycle's connection has not been confirmed gone. Close the new pipe
