@@ -13,5 +13,9 @@ func TestMain(m *testing.M) {
 		goleak.IgnoreAnyFunction("github.com/go-zeromq/zmq4.(*Conn).read"),
 		goleak.IgnoreAnyFunction("github.com/go-zeromq/zmq4.(*socket).connReaper"),
 		goleak.IgnoreAnyFunction("github.com/go-zeromq/zmq4.(*pubMWriter).run"),
+		// protoactor's process-wide background workers.
+		goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/actor.(*ActorSystem).Shutdown.func1"),
+		goleak.IgnoreAnyFunction("github.com/lithammer/shortuuid/v4.init.0"),
+		goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
 	)
 }
