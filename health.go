@@ -154,6 +154,3 @@ func peerName(p routemesh.PeerStatus) string {
 		return p.RID + " (" + p.Endpoint + ")"
 	}
 }
-
-// fanoutHealth lists the fanout registrations that failed for good.
-func (h *Host) fanoutHealth() []fanoutHealth { return nil }
