@@ -1,13 +1,18 @@
 package zlink
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
+	"github.com/zlink-go/zlink/fanout"
 	"github.com/zlink-go/zlink/routemesh"
+	"github.com/zlink-go/zlink/supervisor"
 )
 
 func TestEvaluateHealth(t *testing.T) {
@@ -78,4 +83,62 @@ func TestHealthConfig_Defaults(t *testing.T) {
 	if !slices.Equal(evaluateHealth(time.Now(), 0, nil, nil).Reasons, []string{}) {
 		t.Fatal("reasons must be an empty list, not null")
 	}
+}
+
+// A Host with a mesh and a fanout channel: healthy, and the fanout actors
+// are real, running actors in the tree.
+func TestHost_HealthAndFanoutActors(t *testing.T) {
+	defer goleak.VerifyNone(t,
+		goleak.IgnoreAnyFunction("github.com/go-zeromq/zmq4.(*routerQReader).listen"),
+		goleak.IgnoreAnyFunction("github.com/go-zeromq/zmq4.(*qreader).listen"),
+		goleak.IgnoreAnyFunction("github.com/go-zeromq/zmq4.(*socket).connReaper"),
+		goleak.IgnoreAnyFunction("github.com/go-zeromq/zmq4.(*pubMWriter).run"),
+		goleak.IgnoreAnyFunction("github.com/go-zeromq/zmq4.(*Conn).read"),
+		goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/actor.(*ActorSystem).Shutdown.func1"),
+		goleak.IgnoreAnyFunction("github.com/lithammer/shortuuid/v4.init.0"),
+		goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	o := NewOptions()
+	o.AddRouteMesh("game").Listen("tcp://127.0.0.1:0").SetRoutingID("h1")
+	o.AddFanoutPublisher(fanout.PublisherConfig{Channel: "news"})
+	h, err := Start(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := h.Stop(ctx); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	}()
+	o2 := NewOptions().AddFanoutSubscriber(fanout.SubscriberConfig{Channel: "news", Endpoints: []string{h.Publisher("news").Endpoint()}})
+	h2, err := Start(ctx, o2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = h2.Stop(ctx) }()
+	for _, hh := range []*Host{h, h2} {
+		if hl := hh.Health(ctx, HealthConfig{}); !hl.Live || !hl.Ready || len(hl.Reasons) != 0 {
+			t.Fatalf("health %+v", hl)
+		}
+	}
+	for hh, role := range map[*Host]string{h: "publisher", h2: "subscriber"} {
+		n, ok := findPath(hh.Tree(), "/host/fanout:news/"+role)
+		if !ok || n.Kind != role || n.State != supervisor.Running {
+			t.Fatalf("%s in the tree: %v %+v", role, ok, n)
+		}
+	}
+}
+
+func findPath(n supervisor.Node, path string) (supervisor.Node, bool) {
+	if n.Path == path {
+		return n, true
+	}
+	for _, c := range n.Children {
+		if f, ok := findPath(c, path); ok {
+			return f, true
+		}
+	}
+	return supervisor.Node{}, false
 }

@@ -51,7 +51,7 @@ func waitRestarted(t *testing.T, sys *actors.System, path, reason string, restar
 // A panic in the publisher's actor and then in the subscriber's, while
 // messages flow: each is restarted (the tree shows it), the publisher keeps
 // its endpoint, and delivery resumes.
-func TestChaos_PublisherAndSubscriberRecoverFromPanic(t *testing.T) {
+func TestFanout_Chaos_PublisherAndSubscriberRecoverFromPanic(t *testing.T) {
 	sys, parent := chaosTree(t)
 	p := startPub(t, PublisherConfig{Channel: "c", System: sys, Parent: parent})
 	var got atomic.Int64
@@ -106,7 +106,7 @@ func TestChaos_PublisherAndSubscriberRecoverFromPanic(t *testing.T) {
 // A publisher whose endpoint is taken while it restarts cannot come back:
 // it stops for good, Err and Publish say why, and its supervisor's node in
 // the tree shows the failure.
-func TestChaos_PublisherThatCannotRebindFails(t *testing.T) {
+func TestFanout_Chaos_PublisherThatCannotRebindFails(t *testing.T) {
 	sys, parent := chaosTree(t)
 	p := startPub(t, PublisherConfig{Channel: "c", System: sys, Parent: parent})
 	var thief net.Listener
@@ -145,7 +145,7 @@ func TestChaos_PublisherThatCannotRebindFails(t *testing.T) {
 
 // Without a System the publisher runs in an internal one: past its
 // restart limit it stops for good and Err says so.
-func TestChaos_InternalSystemStopsPastTheRestartLimit(t *testing.T) {
+func TestFanout_Chaos_InternalSystemStopsPastTheRestartLimit(t *testing.T) {
 	p := startPub(t, PublisherConfig{Channel: "c"})
 	limit := DefaultSupervision().MaxRestarts
 	for i := 0; i <= limit && p.Err() == nil; i++ {
