@@ -14,6 +14,7 @@ import (
 
 	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/internal/zguard"
+	"github.com/zlink-go/zlink/location"
 	"github.com/zlink-go/zlink/supervisor"
 )
 
@@ -50,13 +51,33 @@ func waitRestarted(t *testing.T, sys *actors.System, path, reason string, restar
 
 // A panic in the publisher's actor and then in the subscriber's, while
 // messages flow: each is restarted (the tree shows it), the publisher keeps
-// its endpoint, and delivery resumes.
+// its endpoint, and delivery resumes — with manual endpoints and with
+// publishers found in the Location Store.
 func TestFanout_Chaos_PublisherAndSubscriberRecoverFromPanic(t *testing.T) {
+	for _, automatic := range []bool{false, true} {
+		name := map[bool]string{false: "manual", true: "automatic"}[automatic]
+		t.Run(name, func(t *testing.T) { chaosRecover(t, automatic) })
+	}
+}
+
+func chaosRecover(t *testing.T, automatic bool) {
 	sys, parent := chaosTree(t)
-	p := startPub(t, PublisherConfig{Channel: "c", System: sys, Parent: parent})
+	pcfg := PublisherConfig{Channel: "c", System: sys, Parent: parent}
+	if automatic {
+		store := location.NewMemory()
+		t.Cleanup(func() { _ = store.Close() })
+		pcfg.Store, pcfg.TTL = store, time.Minute
+	}
+	p := startPub(t, pcfg)
 	var got atomic.Int64
-	s := startSub(t, SubscriberConfig{Channel: "c", Endpoints: []string{p.Endpoint()}, System: sys, Parent: parent,
-		ReceiveTimeout: time.Second, Handler: func(Message) { got.Add(1) }})
+	scfg := SubscriberConfig{Channel: "c", System: sys, Parent: parent,
+		ReceiveTimeout: time.Second, Handler: func(Message) { got.Add(1) }}
+	if automatic {
+		scfg.Automatic, scfg.Store, scfg.PollInterval = true, pcfg.Store, 20*time.Millisecond
+	} else {
+		scfg.Endpoints = []string{p.Endpoint()}
+	}
+	s := startSub(t, scfg)
 	if p.Path() != "/fanout:c/publisher" || s.Path() != "/fanout:c/subscriber" {
 		t.Fatalf("paths %s, %s", p.Path(), s.Path())
 	}
@@ -158,5 +179,26 @@ func TestFanout_Chaos_InternalSystemStopsPastTheRestartLimit(t *testing.T) {
 	waitUntil(t, "the publisher failed", func() bool { return p.Err() != nil })
 	if err := p.Publish("t", nil); !errors.Is(err, ErrFailed) {
 		t.Fatalf("Publish = %v", err)
+	}
+}
+
+// Under a supervisor, failing past the restart limit escalates: the
+// supervisor is restarted, which stops both of its fanout actors for good.
+func TestFanout_Chaos_PastTheLimitEscalatesToTheSupervisor(t *testing.T) {
+	sys, parent := chaosTree(t)
+	p := startPub(t, PublisherConfig{Channel: "c", System: sys, Parent: parent})
+	s := startSub(t, SubscriberConfig{Channel: "c", Endpoints: []string{p.Endpoint()}, System: sys, Parent: parent})
+	limit := DefaultSupervision().MaxRestarts
+	for i := 0; i <= limit && p.Err() == nil; i++ {
+		waitUntil(t, "publisher running", func() bool {
+			n, ok := sys.Registry().Find(p.Path())
+			return p.Err() != nil || ok && n.State == supervisor.Running && n.Restarts == i
+		})
+		_ = p.h.ref.Tell(crash{reason: "chaos"})
+	}
+	waitUntil(t, "both failed", func() bool { return p.Err() != nil && s.Err() != nil })
+	n, ok := sys.Registry().Find(parent.Path())
+	if !ok || n.Restarts != 1 || !strings.Contains(n.Info["publisher"], "chaos") || n.Info["subscriber"] == "" {
+		t.Fatalf("supervisor node %+v", n)
 	}
 }
