@@ -40,6 +40,8 @@ func (h *Host) fanoutSupervisor(sups map[string]*actors.Ref, channel string) (*a
 // fanout package and rebuild themselves on restart.
 type fanoutSupervisorActor struct{}
 
+var _ actor.Actor = fanoutSupervisorActor{}
+
 func (fanoutSupervisorActor) Receive(actor.Context) {}
 
 // fanoutHealth lists the fanout publishers and subscribers that failed for

@@ -146,7 +146,9 @@ type SubscriberConfig struct {
 	// Handler, optional, receives every message except heartbeats. It runs
 	// on the receive goroutine of the message's publisher: calls for one
 	// publisher are sequential and in order, different publishers run
-	// concurrently. A slow handler delays only its own publisher.
+	// concurrently. A slow handler delays only its own publisher. Across a
+	// restart of the subscriber's actor, a call made on the old connection
+	// may still be running when the new connection delivers.
 	Handler func(Message)
 	// MaxMessageSize bounds one received frame in bytes; a publisher
 	// announcing more loses its connection. Default 64 MiB.

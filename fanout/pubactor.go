@@ -26,6 +26,8 @@ type pubActor struct {
 	cancel context.CancelFunc
 }
 
+var _ actor.Actor = (*pubActor)(nil)
+
 func (a *pubActor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:

@@ -37,6 +37,8 @@ type (
 	}
 )
 
+var _ actor.Actor = (*subActor)(nil)
+
 func (a *subActor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
