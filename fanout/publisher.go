@@ -88,6 +88,11 @@ func StartPublisher(ctx context.Context, cfg PublisherConfig) (*Publisher, error
 		p.closed.Store(true)
 		h.stop()
 		p.group.Close()
+		if cfg.Store != nil { // a descriptor written before ctx ended
+			dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_ = cfg.Store.DeletePublisher(dctx, cfg.Channel, p.rid, p.gen)
+			cancel()
+		}
 		return nil, fmt.Errorf("zlink: fanout %s: start publisher: %w", cfg.Channel, err)
 	}
 	p.log.Info().Str("endpoint", p.endpoint).Bool("automatic", cfg.Store != nil).Msg("fanout publisher started")
