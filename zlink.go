@@ -179,9 +179,11 @@ func Start(ctx context.Context, o *Options) (*Host, error) {
 	return h, nil
 }
 
-// startFanout starts the fanout registrations and shows each in the tree
-// under /host (they are independent of every MeshNode).
+// startFanout starts the fanout registrations, each publisher and
+// subscriber a supervised actor under /host/fanout:<channel> (independent
+// of every MeshNode; see host_fanout.go).
 func (h *Host) startFanout(ctx context.Context, o *Options) error {
+	sups := map[string]*actors.Ref{}
 	for _, cfg := range o.publishers {
 		if cfg.Store == nil {
 			cfg.Store = o.store
@@ -189,12 +191,16 @@ func (h *Host) startFanout(ctx context.Context, o *Options) error {
 		if isNop(cfg.Logger) {
 			cfg.Logger = o.logger
 		}
+		sup, err := h.fanoutSupervisor(sups, cfg.Channel)
+		if err != nil {
+			return err
+		}
+		cfg.System, cfg.Parent = h.sys, sup
 		p, err := fanout.StartPublisher(ctx, cfg)
 		if err != nil {
 			return fmt.Errorf("zlink: fanout publisher %s: %w", cfg.Channel, err)
 		}
 		h.publishers[cfg.Channel] = p
-		h.showFanout(cfg.Channel, "publisher")
 	}
 	for _, cfg := range o.subscribers {
 		if cfg.Automatic && cfg.Store == nil {
@@ -203,24 +209,18 @@ func (h *Host) startFanout(ctx context.Context, o *Options) error {
 		if isNop(cfg.Logger) {
 			cfg.Logger = o.logger
 		}
+		sup, err := h.fanoutSupervisor(sups, cfg.Channel)
+		if err != nil {
+			return err
+		}
+		cfg.System, cfg.Parent = h.sys, sup
 		s, err := fanout.StartSubscriber(ctx, cfg)
 		if err != nil {
 			return fmt.Errorf("zlink: fanout subscriber %s: %w", cfg.Channel, err)
 		}
 		h.subscribers[cfg.Channel] = s
-		h.showFanout(cfg.Channel, "subscriber")
 	}
 	return nil
-}
-
-// showFanout puts a fanout registration in the tree: /host/fanout:<ch>/<role>.
-func (h *Host) showFanout(channel, role string) {
-	reg := h.sys.Registry()
-	parent := h.root.Path() + "/fanout:" + channel
-	_ = reg.Add(parent, h.root.Path(), "fanout", nil) // already there when both roles exist
-	_ = reg.Add(parent+"/"+role, parent, role, nil)
-	reg.SetState(parent, supervisor.Running)
-	reg.SetState(parent+"/"+role, supervisor.Running)
 }
 
 // Publisher returns the fanout publisher of channel, or nil.
@@ -264,17 +264,16 @@ func (h *Host) Stop(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	for ch, s := range h.subscribers {
+	// The fanout:<channel> supervisors stop with the actor system.
+	for _, s := range h.subscribers {
 		if err := s.Close(); err != nil {
 			errs = append(errs, err)
 		}
-		h.sys.Registry().Remove(h.root.Path() + "/fanout:" + ch)
 	}
-	for ch, p := range h.publishers {
+	for _, p := range h.publishers {
 		if err := p.Close(); err != nil {
 			errs = append(errs, err)
 		}
-		h.sys.Registry().Remove(h.root.Path() + "/fanout:" + ch)
 	}
 	if err := h.sys.Shutdown(ctx); err != nil {
 		errs = append(errs, err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/internal/zguard"
 	"github.com/zlink-go/zlink/location"
 )
@@ -46,6 +47,13 @@ type PublisherConfig struct {
 	WriteTimeout time.Duration
 	// Logger receives lifecycle events (info) and failures (warn).
 	Logger zerolog.Logger
+	// System, optional, is the actor system the publisher's actor runs
+	// in, as child "publisher" of Parent (top level when Parent is nil);
+	// Parent's supervisor decides its restarts. Nil: an internal actor
+	// system supervising with DefaultSupervision, shut down by Close.
+	System *actors.System
+	// Parent, optional with System, supervises the publisher's actor.
+	Parent *actors.Ref
 }
 
 // DefaultPublisherConfig returns the defaults documented on PublisherConfig.
@@ -83,6 +91,9 @@ func (c PublisherConfig) withDefaults() PublisherConfig {
 func (c PublisherConfig) validate() error {
 	if err := validChannel(c.Channel); err != nil {
 		return err
+	}
+	if c.Parent != nil && c.System == nil {
+		return fmt.Errorf("%w: Parent without System", ErrInvalidConfig)
 	}
 	if _, err := zguard.Endpoint(c.Listen); err != nil {
 		return fmt.Errorf("%w: listen: %w", ErrInvalidConfig, err)
@@ -135,13 +146,22 @@ type SubscriberConfig struct {
 	// Handler, optional, receives every message except heartbeats. It runs
 	// on the receive goroutine of the message's publisher: calls for one
 	// publisher are sequential and in order, different publishers run
-	// concurrently. A slow handler delays only its own publisher.
+	// concurrently. A slow handler delays only its own publisher. Across a
+	// restart of the subscriber's actor, a call made on the old connection
+	// may still be running when the new connection delivers.
 	Handler func(Message)
 	// MaxMessageSize bounds one received frame in bytes; a publisher
 	// announcing more loses its connection. Default 64 MiB.
 	MaxMessageSize uint64
 	// Logger receives connection events (debug) and failures (warn).
 	Logger zerolog.Logger
+	// System, optional, is the actor system the subscriber's actor runs
+	// in, as child "subscriber" of Parent (top level when Parent is nil);
+	// Parent's supervisor decides its restarts. Nil: an internal actor
+	// system supervising with DefaultSupervision, shut down by Close.
+	System *actors.System
+	// Parent, optional with System, supervises the subscriber's actor.
+	Parent *actors.Ref
 }
 
 // DefaultSubscriberConfig returns the defaults documented on
@@ -172,6 +192,9 @@ func (c SubscriberConfig) withDefaults() SubscriberConfig {
 func (c SubscriberConfig) validate() error {
 	if err := validChannel(c.Channel); err != nil {
 		return err
+	}
+	if c.Parent != nil && c.System == nil {
+		return fmt.Errorf("%w: Parent without System", ErrInvalidConfig)
 	}
 	switch {
 	case c.Automatic && len(c.Endpoints) > 0:

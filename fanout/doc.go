@@ -1,6 +1,5 @@
-// Package fanout is classic fanout (SPEC §12, reference 004 §12): a
-// separate PUB/SUB feature for broadcasting topic messages from publishers
-// to subscribers.
+// Package fanout is classic fanout: a separate PUB/SUB feature for
+// broadcasting topic messages from publishers to subscribers.
 //
 // # What it owns
 //
@@ -41,11 +40,48 @@
 // All sockets use the guarded transport of internal/zguard (handshake and
 // write deadlines, frame-size limit).
 //
+// # Actors and restarts
+//
+// Each Publisher and Subscriber is a handle to one supervised actor spawned
+// through actors.System: with Config.System (and optionally Config.Parent)
+// it runs there as child "publisher" or "subscriber" of Parent — a Host
+// puts both under /host/fanout:<channel>, supervised with
+// DefaultSupervision; without a System the handle starts an internal
+// actor system of its own (top-level actor supervised with
+// DefaultSupervision) and shuts it down on Close. The public API is the
+// same either way.
+//
+// A restart rebuilds the actor whole. The old incarnation gets
+// *actor.Restarting and only releases: it cancels its goroutines and closes
+// its sockets without waiting. The new one gets *actor.Started and does
+// all the setup:
+//
+//   - publisher: binds the endpoint bound at startup again (same port, same
+//     RID and generation), publishes its descriptor again (automatic) and
+//     restarts heartbeats and lease renewal. Subscribers see a lost
+//     connection and re-dial. While it restarts, Publish fails with
+//     ErrRestarting. If the endpoint cannot be bound again the failure is
+//     unrecoverable (supervisor.ErrUnrecoverable): the actor stops for
+//     good.
+//   - subscriber: rebuilds its publishers from their source (the configured
+//     endpoints, or a fresh ListPublishers) and dials each again; Status is
+//     empty until it has.
+//
+// An actor that stops without Close — unrecoverable, or past its
+// supervisor's restart limit — leaves the handle failed: Err returns an
+// error matching ErrFailed with the last failure's reason, Publish returns
+// it, and the reason is set as info ("publisher" or "subscriber") on the
+// Parent's node in the tree. Receive never blocks: store I/O and every
+// connection run on goroutines tracked per handle (Close waits for all of
+// them, across incarnations) that report back by message or under a leaf
+// lock.
+//
 // # What it must not touch
 //
 // fanout is independent of RouteMesh membership: it needs no MeshNode, never
 // reads or writes MeshNode or ClientServer descriptors, takes no part in
 // ChannelName membership or the RouteMesh connection-need decision, and must
-// not import routemesh, spot or actors. Publishers never connect to each
-// other; subscribers never listen and never connect to each other.
+// not import routemesh or spot (it uses actors and supervisor only to be
+// supervised). Publishers never connect to each other; subscribers never
+// listen and never connect to each other.
 package fanout

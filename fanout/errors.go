@@ -15,3 +15,14 @@ var (
 	// ErrClosed: the publisher or subscriber was closed.
 	ErrClosed = errors.New("zlink: fanout closed")
 )
+
+var (
+	// ErrRestarting: the publisher's actor is being restarted; nothing was
+	// sent. Retry later.
+	ErrRestarting = errors.New("zlink: fanout restarting")
+	// ErrFailed: the publisher or subscriber failed for good (its actor
+	// could not be restarted, e.g. the endpoint could not be bound again,
+	// or it failed past its supervisor's restart limit). Err returns it
+	// with the reason.
+	ErrFailed = errors.New("zlink: fanout failed")
+)

@@ -2,15 +2,14 @@ package fanout
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sort"
-	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/go-zeromq/zmq4"
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 
 	"github.com/zlink-go/zlink/internal/zguard"
@@ -39,51 +38,44 @@ type PublisherStatus struct {
 	Withdrawn bool
 }
 
-// Subscriber holds one dedicated SUB socket per publisher. Its methods are
-// safe for concurrent use.
+// Subscriber holds one dedicated SUB socket per publisher, owned by a
+// supervised actor (subActor). Its methods are safe for concurrent use.
 //
-// Goroutines: one owner (run: store polling, liveness ticks, adding and
-// removing publishers) and one receive goroutine per publisher. Lock: mu
-// guards entries and each entry's liveness; it is a leaf lock held for no
-// I/O and never while calling Handler.
+// A restart of the actor rebuilds the publishers whole from their source:
+// the configured endpoints (manual) or a fresh ListPublishers (automatic),
+// and dials each one again.
 type Subscriber struct {
 	cfg  SubscriberConfig
 	gcfg zguard.Config
 	now  func() time.Time
 	log  zerolog.Logger
+	h    *host
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	// seed is the startup listing (automatic), used by the first
+	// incarnation only; started is closed once it is set up.
+	seed    []location.Publisher
+	started chan struct{}
 
-	mu      sync.Mutex
-	closed  bool
-	entries map[string]*entry
+	cur    atomic.Pointer[subRun] // the running incarnation; nil while restarting
+	group  group
+	closed atomic.Bool
+	failed atomic.Pointer[error]
 
 	closeOnce sync.Once
 }
 
-// entry is one publisher: one connection intent, one SUB socket at a time.
-type entry struct {
-	key       string
-	endpoint  string
-	publisher string // Message.Publisher
-	live      liveness
-	withdrawn bool
-	cancel    context.CancelFunc
-}
-
-// StartSubscriber validates cfg and starts the subscriber. Automatic mode
-// lists the channel's publishers once with ctx (a store failure fails
-// startup) and then polls every PollInterval; manual mode opens one SUB
-// socket per endpoint and never reads the store.
+// StartSubscriber validates cfg and spawns the subscriber's actor.
+// Automatic mode lists the channel's publishers once with ctx (a store
+// failure fails startup) and then polls every PollInterval; manual mode
+// opens one SUB socket per endpoint and never reads the store. It returns
+// once the actor has set up its publishers.
 func StartSubscriber(ctx context.Context, cfg SubscriberConfig) (*Subscriber, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	zguard.Register()
-	s := &Subscriber{cfg: cfg, now: time.Now, entries: map[string]*entry{}}
+	s := &Subscriber{cfg: cfg, now: time.Now, started: make(chan struct{})}
 	s.cfg.Topics = append([]string(nil), cfg.Topics...)
 	if len(s.cfg.Topics) == 0 {
 		s.cfg.Topics = []string{""}
@@ -91,236 +83,81 @@ func StartSubscriber(ctx context.Context, cfg SubscriberConfig) (*Subscriber, er
 	s.gcfg = zguard.DefaultConfig()
 	s.gcfg.MaxFrame = cfg.MaxMessageSize
 	s.log = cfg.Logger.With().Str("fanout", cfg.Channel).Logger()
-	s.ctx, s.cancel = context.WithCancel(context.Background())
-
 	if cfg.Automatic {
 		pubs, err := cfg.Store.ListPublishers(ctx, cfg.Channel)
 		if err != nil {
-			s.cancel()
 			return nil, err
 		}
-		s.apply(pubs)
-	} else {
-		s.mu.Lock()
-		for _, ep := range cfg.Endpoints {
-			s.addLocked(ep, ep, ep)
-		}
-		s.mu.Unlock()
+		s.seed = pubs
 	}
-	s.wg.Add(1)
-	go s.run()
+	s.h = newHost(cfg.System, cfg.Parent, cfg.Logger)
+	if err := s.h.spawn("subscriber", func() actor.Actor { return &subActor{s: s} }); err != nil {
+		return nil, err
+	}
+	select {
+	case <-s.started:
+	case <-s.h.ref.Done():
+		err := s.h.failure(s.h.ref.Path())
+		_ = s.Close()
+		return nil, fmt.Errorf("zlink: fanout %s: start subscriber: %w", cfg.Channel, err)
+	case <-ctx.Done():
+		_ = s.Close()
+		return nil, ctx.Err()
+	}
 	s.log.Info().Bool("automatic", cfg.Automatic).Msg("fanout subscriber started")
 	return s, nil
 }
 
-// run polls the store (automatic) and ticks liveness until Close.
-func (s *Subscriber) run() {
-	defer s.wg.Done()
-	tick := time.NewTicker(max(s.cfg.ReceiveTimeout/8, time.Millisecond))
-	defer tick.Stop()
-	var poll <-chan time.Time
-	if s.cfg.Automatic {
-		t := time.NewTicker(s.cfg.PollInterval)
-		defer t.Stop()
-		poll = t.C
-	}
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case <-tick.C:
-			s.checkLiveness()
-		case <-poll:
-			ctx, cancel := context.WithTimeout(s.ctx, max(s.cfg.PollInterval, time.Second))
-			pubs, err := s.cfg.Store.ListPublishers(ctx, s.cfg.Channel)
-			cancel()
-			if err != nil {
-				if s.ctx.Err() == nil {
-					s.log.Warn().Err(err).Msg("fanout list publishers failed")
-				}
-				continue // keep the current publishers; retry next poll
-			}
-			s.apply(pubs)
-		}
-	}
-}
-
-// apply reconciles the entries with the listed publishers of the channel:
-// one entry per (RID, generation); unlisted entries become withdrawn.
-func (s *Subscriber) apply(pubs []location.Publisher) {
-	want := make(map[string]location.Publisher, len(pubs))
-	for _, p := range pubs {
-		if p.Channel != s.cfg.Channel {
-			continue // defensive: never connect to another channel
-		}
-		if _, err := zguard.Endpoint(p.Endpoint); err != nil {
-			s.log.Warn().Str("rid", p.RID).Str("endpoint", p.Endpoint).Msg("fanout publisher descriptor with unusable endpoint")
-			continue
-		}
-		want[p.RID+"/"+strconv.FormatUint(p.Generation, 10)] = p
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for k, e := range s.entries {
-		_, listed := want[k]
-		e.withdrawn = !listed
-	}
-	for k, p := range want {
-		if _, ok := s.entries[k]; !ok {
-			s.addLocked(k, p.Endpoint, p.RID)
-		}
-	}
-}
-
-// addLocked creates an entry and starts its receive goroutine.
-func (s *Subscriber) addLocked(key, endpoint, publisher string) {
-	if s.closed {
-		return
-	}
-	ctx, cancel := context.WithCancel(s.ctx)
-	e := &entry{key: key, endpoint: endpoint, publisher: publisher, live: newLiveness(s.now()), cancel: cancel}
-	s.entries[key] = e
-	s.wg.Add(1)
-	go s.runConn(ctx, e)
-	s.log.Debug().Str("peer", key).Str("endpoint", endpoint).Msg("fanout publisher added")
-}
-
-// checkLiveness times out silent publishers, each against its own clock,
-// and drops withdrawn publishers that stayed TimedOut for ReceiveTimeout.
-func (s *Subscriber) checkLiveness() {
-	now := s.now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for k, e := range s.entries {
-		if e.live.check(now, s.cfg.ReceiveTimeout) {
-			s.log.Warn().Str("peer", k).Msg("fanout publisher timed out")
-		}
-		if e.withdrawn && e.live.expired(now, s.cfg.ReceiveTimeout) {
-			e.cancel()
-			delete(s.entries, k)
-			s.log.Debug().Str("peer", k).Msg("fanout publisher removed")
-		}
-	}
-}
-
-// heard records activity of e.
-func (s *Subscriber) heard(e *entry) {
-	now := s.now()
-	s.mu.Lock()
-	e.live.heard(now)
-	s.mu.Unlock()
-}
-
-// runConn keeps one SUB socket connected to e's endpoint until ctx ends,
-// replacing the socket after every lost connection.
-func (s *Subscriber) runConn(ctx context.Context, e *entry) {
-	defer s.wg.Done()
-	ep, _ := zguard.Endpoint(e.endpoint) // checked before the entry was made
-	log := s.log.With().Str("peer", e.key).Logger()
-	backoff := reconnectMin
-	for ctx.Err() == nil {
-		sock := zmq4.NewSub(zguard.WithConfig(ctx, s.gcfg),
-			zmq4.WithDialerMaxRetries(0), zmq4.WithDialerTimeout(s.gcfg.HandshakeTimeout))
-		for _, t := range s.cfg.Topics {
-			_ = sock.SetOption(zmq4.OptionSubscribe, t)
-		}
-		_ = sock.SetOption(zmq4.OptionSubscribe, heartbeatTopic)
-		if err := sock.Dial(ep); err != nil {
-			_ = sock.Close()
-			log.Debug().Err(err).Msg("fanout dial failed")
-			if !sleepCtx(ctx, jitter(backoff)) {
-				return
-			}
-			backoff = min(2*backoff, reconnectMax)
-			continue
-		}
-		backoff = reconnectMin
-		log.Debug().Msg("fanout connected")
-		err := s.receive(sock, e)
-		_ = sock.Close()
-		if ctx.Err() == nil {
-			log.Debug().Err(err).Msg("fanout connection lost")
-		}
-		// Another publisher answered at this endpoint (the one this entry
-		// was made for is gone and the port was reused), or the entry's
-		// descriptor was withdrawn: do not redial; the entry times out and
-		// is removed, and the new publisher gets its own entry.
-		if errors.Is(err, errWrongPublisher) || s.isWithdrawn(e) {
-			return
-		}
-	}
-}
-
-// errWrongPublisher ends a connection whose heartbeats name another
-// publisher lifecycle than the entry it was dialed for.
-var errWrongPublisher = errors.New("zlink: fanout: another publisher answered at this endpoint")
-
-func (s *Subscriber) isWithdrawn(e *entry) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return e.withdrawn
-}
-
-// receive reads messages until the connection is lost or ctx ends. In
-// automatic mode the publisher must prove it is the entry's lifecycle: its
-// heartbeat carries "rid/generation"; until the first matching heartbeat
-// of a connection nothing counts as heard and nothing is delivered, and a
-// heartbeat naming another lifecycle ends the connection.
-func (s *Subscriber) receive(sock zmq4.Socket, e *entry) error {
-	verified := !s.cfg.Automatic // manual entries are endpoints: nothing to verify
-	for {
-		msg, err := sock.Recv()
-		if err != nil {
-			return err
-		}
-		if len(msg.Frames) == 2 && string(msg.Frames[0]) == heartbeatTopic && !verified {
-			if string(msg.Frames[1]) != e.key {
-				return fmt.Errorf("%w: heartbeat %q, entry %s", errWrongPublisher, msg.Frames[1], e.key)
-			}
-			verified = true
-		}
-		if !verified {
-			continue
-		}
-		s.heard(e)
-		if len(msg.Frames) != 2 {
-			continue // not ours; the publisher is alive, nothing to deliver
-		}
-		topic := string(msg.Frames[0])
-		if topic == heartbeatTopic || s.cfg.Handler == nil {
-			continue
-		}
-		s.cfg.Handler(Message{Publisher: e.publisher, Topic: topic, Payload: msg.Frames[1]})
-	}
-}
-
-// Status returns a snapshot of every publisher, sorted by Key.
+// Status returns a snapshot of every publisher, sorted by Key. It is empty
+// while the subscriber's actor restarts.
 func (s *Subscriber) Status() []PublisherStatus {
-	s.mu.Lock()
-	out := make([]PublisherStatus, 0, len(s.entries))
-	for _, e := range s.entries {
+	r := s.cur.Load()
+	if r == nil {
+		return []PublisherStatus{}
+	}
+	r.mu.Lock()
+	out := make([]PublisherStatus, 0, len(r.entries))
+	for _, e := range r.entries {
 		out = append(out, PublisherStatus{
 			Key: e.key, Endpoint: e.endpoint, State: e.live.state,
 			LastMessage: e.live.last, Received: e.live.received, Withdrawn: e.withdrawn,
 		})
 	}
-	s.mu.Unlock()
+	r.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out
 }
 
-// Close closes every SUB socket and waits for the subscriber's goroutines.
-// Idempotent.
+// Path returns the subscriber actor's path in its actor system's tree.
+func (s *Subscriber) Path() string { return s.h.ref.Path() }
+
+// Err returns nil while the subscriber runs or restarts, and an error
+// matching ErrFailed once its actor stopped for good without Close.
+func (s *Subscriber) Err() error {
+	if e := s.failed.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+// Close stops the subscriber's actor, which closes every SUB socket, and
+// waits for the subscriber's goroutines. Idempotent.
 func (s *Subscriber) Close() error {
 	s.closeOnce.Do(func() {
-		s.mu.Lock()
-		s.closed = true
-		s.mu.Unlock()
-		s.cancel()
-		s.wg.Wait()
+		s.closed.Store(true)
+		s.h.stop()
+		s.group.Close()
 		s.log.Info().Msg("fanout subscriber closed")
 	})
 	return nil
+}
+
+// fail records that the actor at path stopped for good without Close.
+func (s *Subscriber) fail(path string) {
+	err := s.h.failure(path)
+	s.failed.Store(&err)
+	s.h.markFailed("subscriber", err)
+	s.log.Error().Err(err).Msg("fanout subscriber failed")
 }
 
 // sleepCtx waits d or until ctx ends; false if ctx ended.

@@ -56,8 +56,11 @@ type errorResponse struct {
 	Config bool   `json:"config,omitempty"`
 }
 
-// handler returns the admin API.
-func (a *app) handler() http.Handler {
+// handler returns the admin API with the default health settings.
+func (a *app) handler() http.Handler { return a.routes(zlink.DefaultHealthConfig()) }
+
+// routes returns the admin API; hc tunes /healthz and /readyz.
+func (a *app) routes(hc zlink.HealthConfig) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(newCollector(a), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
@@ -66,8 +69,8 @@ func (a *app) handler() http.Handler {
 	mux.HandleFunc("POST /weight", a.postWeight)
 	mux.HandleFunc("POST /drain", a.postDrain)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /healthz", a.getHealthz)
-	mux.HandleFunc("GET /readyz", a.getReadyz)
+	mux.HandleFunc("GET /healthz", a.getHealthz(hc))
+	mux.HandleFunc("GET /readyz", a.getReadyz(hc))
 	return mux
 }
 
@@ -215,38 +218,64 @@ func (a *app) postDrain(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-// getHealthz: 200 while the process serves (before and after ready), 503
-// once it is shutting down.
-func (a *app) getHealthz(w http.ResponseWriter, _ *http.Request) {
-	if a.stopping.Load() {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "stopping"})
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+// healthResponse is the body of GET /healthz and GET /readyz: the
+// process's health (zlink.Host.Health) and each mesh's state.
+type healthResponse struct {
+	Status  string            `json:"status"` // ok, starting, stopping, failed or not_ready
+	Live    bool              `json:"live"`
+	Ready   bool              `json:"ready"`
+	Meshes  map[string]string `json:"meshes"`
+	Reasons []string          `json:"reasons"`
 }
 
-// getReadyz: 200 only when every mesh is in state ready (not starting,
-// draining or stopping).
-func (a *app) getReadyz(w http.ResponseWriter, _ *http.Request) {
+// health evaluates the process for the probes.
+func (a *app) health(ctx context.Context, hc zlink.HealthConfig) healthResponse {
 	h := a.host.Load()
 	switch {
 	case a.stopping.Load():
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "state": "stopping"})
-		return
+		return healthResponse{Status: "stopping", Meshes: map[string]string{}, Reasons: []string{"process stopping"}}
 	case h == nil:
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "state": "starting"})
-		return
+		return healthResponse{Status: "starting", Live: true, Meshes: map[string]string{}, Reasons: []string{"process starting"}}
 	}
-	states := map[string]string{}
-	ready := true
+	hl := h.Health(ctx, hc)
+	resp := healthResponse{Status: "ok", Live: hl.Live, Ready: hl.Ready, Meshes: map[string]string{}, Reasons: hl.Reasons}
 	for _, n := range h.Meshes() {
-		st := n.State()
-		states[n.Mesh()] = st.String()
-		ready = ready && st == routemesh.NodeReady
+		resp.Meshes[n.Mesh()] = n.State().String()
 	}
-	code := http.StatusOK
-	if !ready {
-		code = http.StatusServiceUnavailable
+	switch {
+	case !hl.Live:
+		resp.Status = "failed"
+	case !hl.Ready:
+		resp.Status = "not_ready"
 	}
-	writeJSON(w, code, map[string]any{"ready": ready, "meshes": states})
+	return resp
+}
+
+// getHealthz serves GET /healthz: 200 while the process is live (before and
+// after ready, draining included); 503 when a MeshNode is Failed, a fanout
+// publisher or subscriber failed for good, or the process is shutting
+// down. The body says why.
+func (a *app) getHealthz(hc zlink.HealthConfig) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		resp := a.health(r.Context(), hc)
+		code := http.StatusOK
+		if !resp.Live {
+			code = http.StatusServiceUnavailable
+		}
+		writeJSON(w, code, resp)
+	}
+}
+
+// getReadyz serves GET /readyz: 200 only when the process may take traffic
+// (zlink.Host.Health: every mesh ready, no required peer NotConnected past
+// the grace, nothing failed); 503 otherwise, with the reasons.
+func (a *app) getReadyz(hc zlink.HealthConfig) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		resp := a.health(r.Context(), hc)
+		code := http.StatusOK
+		if !resp.Ready {
+			code = http.StatusServiceUnavailable
+		}
+		writeJSON(w, code, resp)
+	}
 }
