@@ -126,6 +126,9 @@ type link struct {
 // Start binds the MeshNode's ROUTER, spawns its actors and starts its
 // manual connection intents. The Config must have passed Topology.Validate.
 func Start(ctx context.Context, cfg *Config, deps Deps) (*Node, error) {
+	if err := cfg.validate(deps.Store != nil); err != nil {
+		return nil, err
+	}
 	if deps.System == nil {
 		return nil, &ConfigError{Mesh: cfg.Mesh, Err: ErrInvalid, Detail: "no actor system"}
 	}
