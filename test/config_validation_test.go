@@ -285,4 +285,3 @@ func TestConfig_DefaultConfigDocumentedDefaults(t *testing.T) {
 		t.Fatalf("weight limits %d..%d default %d", routemesh.MinWeight, routemesh.MaxWeight, routemesh.DefaultWeight)
 	}
 }
-
