@@ -49,7 +49,12 @@ func runFixedRIDChild() {
 }
 
 func TestPeers_FixedRIDRestartWhileOldConnectionAlive(t *testing.T) {
-	_, p := startDirectNode(t, childMesh, "p", nil)
+	// p's liveness only counts the last-heard time (its gap limit is far
+	// away): no liveness can confirm the old connection gone sooner than
+	// about pLiveness.LastHeard after the freeze.
+	pLiveness := routemesh.LivenessConfig{Interval: fastLiveness.Interval, MaxGap: 50, LastHeard: fastLiveness.LastHeard}
+	earliestLoss := pLiveness.LastHeard - 2*pLiveness.Interval
+	_, p := startDirectNode(t, childMesh, "p", func(m *routemesh.MeshBuilder) { m.ConfigureLiveness(pLiveness) })
 	old, _ := runChild(t, "old generation of x", "ZLINK_FIXEDRID_CHILD=1", "ZLINK_FIXEDRID_RID=x", "ZLINK_FIXEDRID_PEER="+p.Endpoint())
 	waitPeerState(t, p, "x", routemesh.PeerReady)
 	wantReply(t, "old generation", timedRequest(ctxT(t, 5*time.Second), p, "x", "who", nil), []byte("old"))
@@ -58,6 +63,7 @@ func TestPeers_FixedRIDRestartWhileOldConnectionAlive(t *testing.T) {
 
 	// Freeze the old generation: its connection stays open and silent.
 	old.stop(t)
+	frozen := time.Now()
 	// The new generation of x starts at once and dials p.
 	ox := zlink.NewOptions()
 	ox.AddRouteMesh(childMesh).SetRoutingID("x").ConfigureLiveness(fastLiveness).AddPeer(p.Endpoint(), "p").
@@ -73,11 +79,12 @@ func TestPeers_FixedRIDRestartWhileOldConnectionAlive(t *testing.T) {
 		st = status(t, p)
 		lost := st.Counters["peers_lost"] > lostBefore
 		cur, _ = st.Peer("x")
-		if px.State == routemesh.PeerReady && !lost {
-			t.Fatalf("x2 is ready with p (%+v) while p still holds the old connection (%+v)", px, cur)
+		newReady := px.State == routemesh.PeerReady || (cur.State == routemesh.PeerReady && cur.Pipe != first.Pipe)
+		if newReady && !lost {
+			t.Fatalf("the new generation is ready (x2 sees %+v, p sees %+v) while p still holds the old connection", px, cur)
 		}
-		if cur.State == routemesh.PeerReady && cur.Pipe != first.Pipe && !lost {
-			t.Fatalf("p took the new generation (%+v) before liveness lost the old one", cur)
+		if since := time.Since(frozen); newReady && since < earliestLoss {
+			t.Fatalf("the new generation is ready %v after the freeze, before liveness could have lost the old connection (%v)", since, earliestLoss)
 		}
 		return cur.State == routemesh.PeerReady && cur.Pipe != first.Pipe && px.State == routemesh.PeerReady && px.Pipe == cur.Pipe
 	})
