@@ -2,6 +2,7 @@ package routemesh
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -178,6 +179,11 @@ func (c *Config) validate(hasStore bool) error {
 	if err := validEndpoint(c.Listen, true); err != nil {
 		return bad(ErrInvalid, "listen endpoint: "+err.Error())
 	}
+	if c.AdvertiseHost != "" {
+		if err := validAdvertiseHost(c.AdvertiseHost); err != nil {
+			return bad(ErrInvalid, "advertise host: "+err.Error())
+		}
+	}
 	for _, p := range c.Peers {
 		if err := validEndpoint(p.Endpoint, false); err != nil {
 			return bad(ErrInvalid, "peer endpoint: "+err.Error())
@@ -216,6 +222,8 @@ func (c *Config) validateNumbers() error {
 		return fmt.Errorf("socket timeouts must be positive: %+v", s)
 	case l.Interval <= 0 || l.MaxGap < 1 || l.LastHeard <= 0:
 		return fmt.Errorf("liveness settings must be positive: %+v", l)
+	case l.LastHeard <= l.Interval:
+		return fmt.Errorf("liveness last-heard %v must exceed the heartbeat interval %v (every peer would be lost between heartbeats)", l.LastHeard, l.Interval)
 	case c.DrainTimeout <= 0 || c.ShutdownTimeout <= 0:
 		return fmt.Errorf("drain and shutdown timeouts must be positive")
 	case c.HandlerConcurrency < 1:
@@ -266,6 +274,32 @@ func validEndpoint(ep string, listen bool) error {
 	}
 	if !listen && (port == 0 || u.Hostname() == "*") {
 		return fmt.Errorf("%q: a peer endpoint needs a real host and port", ep)
+	}
+	return nil
+}
+
+// validAdvertiseHost accepts an IP address (IPv6 with or without brackets)
+// or a DNS host name that peers can dial: no scheme, port or path, and not
+// an unspecified address.
+func validAdvertiseHost(h string) error {
+	if ip := net.ParseIP(strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")); ip != nil {
+		if ip.IsUnspecified() {
+			return fmt.Errorf("%q is not an address peers can dial", h)
+		}
+		return nil
+	}
+	if len(h) > 253 {
+		return fmt.Errorf("host name longer than 253 bytes")
+	}
+	for _, label := range strings.Split(h, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return fmt.Errorf("%q: want an IP address or a host name", h)
+		}
+		for _, r := range label {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-') {
+				return fmt.Errorf("%q: want an IP address or a host name", h)
+			}
+		}
 	}
 	return nil
 }

@@ -72,6 +72,15 @@ func TestConfigValidate_Rules(t *testing.T) {
 		}, false, ErrInvalid},
 		{"hand-filled zero sizes", func() *Config { return &Config{Mesh: "m", Listen: "tcp://127.0.0.1:0", ObjectRole: ObjectNone} }, false, ErrInvalid},
 		{"builder refusal", func() *Config { return NewMeshBuilder("m").SetTimeouts(-1, 0).Config() }, false, ErrInvalid},
+		{"last heard not above interval", func() *Config {
+			return NewMeshBuilder("m").ConfigureLiveness(LivenessConfig{Interval: 5 * time.Second}).Config()
+		}, false, ErrInvalid},
+		{"advertise IP", func() *Config { return NewMeshBuilder("m").SetAdvertiseHost("10.0.0.5").Config() }, false, nil},
+		{"advertise IPv6", func() *Config { return NewMeshBuilder("m").SetAdvertiseHost("[fd00::5]").Config() }, false, nil},
+		{"advertise name", func() *Config { return NewMeshBuilder("m").SetAdvertiseHost("node-a.game.internal").Config() }, false, nil},
+		{"advertise with port", func() *Config { return NewMeshBuilder("m").SetAdvertiseHost("10.0.0.5:7001").Config() }, false, ErrInvalid},
+		{"advertise with scheme", func() *Config { return NewMeshBuilder("m").SetAdvertiseHost("tcp://10.0.0.5").Config() }, false, ErrInvalid},
+		{"advertise unspecified", func() *Config { return NewMeshBuilder("m").SetAdvertiseHost("0.0.0.0").Config() }, false, ErrInvalid},
 	}
 	for _, c := range cases {
 		err := c.build().validate(c.store)

@@ -41,6 +41,11 @@ func TestConfig_StartupRulesRefuse(t *testing.T) {
 		{"peer on port 0", func(o *zlink.Options) { o.AddRouteMesh("game").AddPeer("tcp://127.0.0.1:0", "b") }, routemesh.ErrInvalid, "game", ""},
 		{"peer on the wildcard host", func(o *zlink.Options) { o.AddRouteMesh("game").AddPeer("tcp://*:7001", "b") }, routemesh.ErrInvalid, "game", ""},
 		{"peer without host", func(o *zlink.Options) { o.AddRouteMesh("game").AddPeer("tcp://:7001", "b") }, routemesh.ErrInvalid, "game", ""},
+		{"advertise host with a port", func(o *zlink.Options) { o.AddRouteMesh("game").SetAdvertiseHost("10.0.0.5:7001") }, routemesh.ErrInvalid, "game", ""},
+		{"advertise host unspecified", func(o *zlink.Options) { o.AddRouteMesh("game").SetAdvertiseHost("0.0.0.0") }, routemesh.ErrInvalid, "game", ""},
+		{"liveness last heard within one interval", func(o *zlink.Options) {
+			o.AddRouteMesh("game").ConfigureLiveness(routemesh.LivenessConfig{Interval: time.Second, LastHeard: time.Second})
+		}, routemesh.ErrInvalid, "game", ""},
 		{"RID with '/'", func(o *zlink.Options) { o.AddRouteMesh("game").SetRoutingID("a/b") }, routemesh.ErrInvalid, "game", ""},
 		{"RID prefix with '/'", func(o *zlink.Options) {
 			o.SetLocationStore(store)
@@ -83,6 +88,7 @@ func TestConfig_StartupRulesAcceptTheGoodForm(t *testing.T) {
 			o.AddRouteMesh("game").SetRoutingID("a-1").AddPeer("tcp://127.0.0.1:1", "b-1").Channel("match").Client()
 		},
 		"listen on the wildcard host": func(o *zlink.Options) { o.AddRouteMesh("game").Listen("tcp://*:0") },
+		"advertise host name":         func(o *zlink.Options) { o.AddRouteMesh("game").SetAdvertiseHost("localhost") },
 		"automatic fanout with a store": func(o *zlink.Options) {
 			o.SetLocationStore(store)
 			o.AddFanout(routemesh.FanoutReg{Channel: "news", Automatic: true})
