@@ -2,6 +2,7 @@ package routemesh
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -56,7 +57,8 @@ func (r Role) String() string {
 	}
 }
 
-// Weight limits (reference 004 §5).
+// Weight limits of a Channel Server (contract item 14: 0, 100 and 10000
+// are accepted; -1 and 10001 are refused).
 const (
 	MinWeight     = 0
 	MaxWeight     = 10000
@@ -65,7 +67,7 @@ const (
 
 // SocketConfig is what ConfigureRouterSocket sets. HWMs and timeouts are
 // socket options per direction; the mailbox budgets are separate per-owner
-// limits on what an owner holds for execution (reference 004 §11).
+// limits on what an owner holds for execution.
 type SocketConfig struct {
 	// SendHWM is the number of envelopes a peer's outbound queue holds before
 	// new sends to that peer fail with ErrBusy. Default 1000.
@@ -143,7 +145,7 @@ func DefaultLivenessConfig() LivenessConfig {
 }
 
 // Context is what a handler sees. A channel handler's context does not
-// expose the MeshName (reference 004 §7).
+// expose the MeshName.
 type Context struct {
 	context.Context
 	// Channel is the ChannelName, "" for a Node-direct call.
@@ -188,26 +190,52 @@ type channelReg struct {
 	sends       map[string]SendHandler
 }
 
-// Config is one MeshNode's configuration, filled through MeshBuilder.
+// Config is one MeshNode's configuration. Fill it through MeshBuilder (or
+// start from DefaultConfig); Start checks it and refuses a bad one with a
+// *ConfigError. Every field's doc gives its unit and default.
 type Config struct {
-	Mesh             string
-	Listen           string
-	AdvertiseHost    string
-	RIDPrefix        string
-	RID              string
-	Socket           SocketConfig
-	Liveness         LivenessConfig
-	ObjectRole       ObjectRole
-	PlacementWeight  uint32
-	Peers            []PeerConfig
+	// Mesh is the MeshName. Required; no default.
+	Mesh string
+	// Listen is the ROUTER bind endpoint, tcp://HOST:PORT (port 0 picks a
+	// free one). Default tcp://127.0.0.1:0.
+	Listen string
+	// AdvertiseHost is the host peers should dial when it differs from the
+	// bind address. Default "" (the bound address).
+	AdvertiseHost string
+	// RIDPrefix selects automatic topology: the RID is built from it.
+	// Default "" (manual topology).
+	RIDPrefix string
+	// RID is the fixed Routing ID of a manual node. Default "" (generated).
+	// Neither RID nor RIDPrefix may contain spaces or '/'.
+	RID string
+	// Socket holds HWMs, socket timeouts and mailbox budgets. Default
+	// DefaultSocketConfig().
+	Socket SocketConfig
+	// Liveness is the heartbeat machine of every peer connection. Default
+	// DefaultLivenessConfig(): 500 ms interval, max gap 5, last heard 3 s.
+	Liveness LivenessConfig
+	// ObjectRole is the node's Spot role. Default ObjectNone; ObjectClient
+	// and ObjectServer need a Location Store.
+	ObjectRole ObjectRole
+	// PlacementWeight weighs this node in Spot placement (an Object Server
+	// setting, independent of Channel weights). Default 100.
+	PlacementWeight uint32
+	// Peers are the manual connection intents. Default none; not allowed on
+	// an automatic node.
+	Peers []PeerConfig
+	// ConfigGeneration is the version of the manual-peer configuration.
+	// Default 1.
 	ConfigGeneration uint64
-	Trust            TrustConfig
+	// Trust is the shared-secret trust profile. Default profile "shared",
+	// no secret.
+	Trust TrustConfig
 	// DrainTimeout bounds how long Drain waits for submitted work. Default 10 s.
 	DrainTimeout time.Duration
 	// ShutdownTimeout bounds how long Stop waits for in-flight work. Default 5 s.
 	ShutdownTimeout time.Duration
 	// DescriptorTTL is the lease of this node's descriptor in the Location
-	// Store; the owner renews it every DescriptorTTL/3. Default 5 s.
+	// Store; the owner renews it every DescriptorTTL/3. At least 10 ms.
+	// Default 5 s.
 	DescriptorTTL time.Duration
 	// DiscoveryPoll is how often the discovery actor re-lists descriptors
 	// (besides the store's push hints) to see expiries, recover lost pushes
@@ -217,10 +245,12 @@ type Config struct {
 	// smaller RID to dial it before monitoring shows that peer NotConnected
 	// instead of Connecting. Default 3 s.
 	InboundGrace time.Duration
-	Logger       zerolog.Logger
+	// Logger is the node's logger; child loggers carry mesh and rid.
+	// Default zerolog.Nop() (the host's logger when started through zlink).
+	Logger zerolog.Logger
 	// HandlerConcurrency is how many handlers of one owner (a Server
-	// channel, or the Node-direct scope) run at once. Default 64; 1 gives
-	// strictly one-at-a-time handling.
+	// channel, or the Node-direct scope) run at once. At least 1. Default
+	// 64; 1 gives strictly one-at-a-time handling.
 	HandlerConcurrency int
 	// HungThreshold is how many handlers running past their caller's
 	// deadline make the node stop admitting new work (ErrBusy) until fewer
@@ -229,23 +259,23 @@ type Config struct {
 	HungThreshold int
 	// HungCheckInterval is how often hung handlers are counted. Default 1 s.
 	HungCheckInterval time.Duration
-	// SelectionSeed seeds weighted selection; 0 = random. Tests set it.
+	// SelectionSeed seeds weighted selection; 0 = random. Default 0. Tests
+	// set it.
 	SelectionSeed uint64
 
 	channels       []*channelReg
 	directRequests map[string]RequestHandler
 	directSends    map[string]SendHandler
 	directRegs     int
+	// buildErr is the first setting a builder method refused; Start
+	// returns it.
+	buildErr error
 }
 
-// MeshBuilder registers one MeshNode. Its methods record settings; all
-// checks happen at Start.
-type MeshBuilder struct{ cfg *Config }
-
-// NewMeshBuilder starts the configuration of the MeshNode of mesh name.
-func NewMeshBuilder(name string) *MeshBuilder {
-	return &MeshBuilder{cfg: &Config{
-		Mesh:               name,
+// DefaultConfig returns a Config with every documented default and no
+// MeshName: set Mesh (and whatever else) before Start.
+func DefaultConfig() Config {
+	return Config{
 		Listen:             "tcp://127.0.0.1:0",
 		Socket:             DefaultSocketConfig(),
 		Liveness:           DefaultLivenessConfig(),
@@ -262,11 +292,65 @@ func NewMeshBuilder(name string) *MeshBuilder {
 		HandlerConcurrency: 64,
 		HungThreshold:      64,
 		HungCheckInterval:  time.Second,
-	}}
+	}
 }
 
-// Config returns the recorded configuration (shared, not copied).
-func (b *MeshBuilder) Config() *Config { return b.cfg }
+// clone returns a deep copy: slices, maps and channel registrations are
+// copied, so changing the copy never changes the original.
+func (c *Config) clone() *Config {
+	out := *c
+	out.Peers = append([]PeerConfig(nil), c.Peers...)
+	out.Trust.Secret = append([]byte(nil), c.Trust.Secret...)
+	if c.Trust.Secret == nil {
+		out.Trust.Secret = nil
+	}
+	out.channels = make([]*channelReg, len(c.channels))
+	for i, reg := range c.channels {
+		r := *reg
+		r.requests = cloneMap(reg.requests)
+		r.sends = cloneMap(reg.sends)
+		out.channels[i] = &r
+	}
+	out.directRequests = cloneMap(c.directRequests)
+	out.directSends = cloneMap(c.directSends)
+	return &out
+}
+
+func cloneMap[V any](m map[string]V) map[string]V {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]V, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// MeshBuilder registers one MeshNode. Its methods record settings; a value
+// a method cannot take (a negative duration, a nil handler, a packet
+// registered twice) is not ignored: the first such refusal is kept and
+// Start returns it as a *ConfigError. All other checks happen at Start.
+type MeshBuilder struct{ cfg *Config }
+
+// NewMeshBuilder starts the configuration of the MeshNode of mesh name.
+func NewMeshBuilder(name string) *MeshBuilder {
+	cfg := DefaultConfig()
+	cfg.Mesh = name
+	return &MeshBuilder{cfg: &cfg}
+}
+
+// Config returns a copy of the recorded configuration, including any
+// refusal a builder method recorded (Start returns it). Changing the copy
+// does not change the builder.
+func (b *MeshBuilder) Config() *Config { return b.cfg.clone() }
+
+// refuse records the first refused setting.
+func (b *MeshBuilder) refuse(channel, detail string) {
+	if b.cfg.buildErr == nil {
+		b.cfg.buildErr = &ConfigError{Mesh: b.cfg.Mesh, Channel: channel, Err: ErrInvalid, Detail: detail}
+	}
+}
 
 // Listen sets the ROUTER bind endpoint (tcp://HOST:PORT; port 0 picks one).
 func (b *MeshBuilder) Listen(endpoint string) *MeshBuilder { b.cfg.Listen = endpoint; return b }
@@ -289,22 +373,32 @@ func (b *MeshBuilder) SetRoutingIDPrefix(prefix string) *MeshBuilder {
 func (b *MeshBuilder) SetRoutingID(rid string) *MeshBuilder { b.cfg.RID = rid; return b }
 
 // ConfigureRouterSocket sets HWMs, timeouts and mailbox budgets; zero fields
-// keep their defaults.
+// keep their defaults, negative ones are refused.
 func (b *MeshBuilder) ConfigureRouterSocket(s SocketConfig) *MeshBuilder {
+	if s.SendHWM < 0 || s.ReceiveHWM < 0 || s.MailboxMessageBudget < 0 || s.MailboxByteBudget < 0 ||
+		s.SendTimeout < 0 || s.ReceiveTimeout < 0 {
+		b.refuse("", fmt.Sprintf("ConfigureRouterSocket: negative setting in %+v", s))
+		return b
+	}
 	b.cfg.Socket = s.withDefaults()
 	return b
 }
 
-// ConfigureLiveness sets the heartbeat machine; zero fields keep defaults.
+// ConfigureLiveness sets the heartbeat machine; zero fields keep defaults,
+// negative ones are refused.
 func (b *MeshBuilder) ConfigureLiveness(l LivenessConfig) *MeshBuilder {
+	if l.Interval < 0 || l.MaxGap < 0 || l.LastHeard < 0 {
+		b.refuse("", fmt.Sprintf("ConfigureLiveness: negative setting in %+v", l))
+		return b
+	}
 	d := DefaultLivenessConfig()
-	if l.Interval <= 0 {
+	if l.Interval == 0 {
 		l.Interval = d.Interval
 	}
-	if l.MaxGap <= 0 {
+	if l.MaxGap == 0 {
 		l.MaxGap = d.MaxGap
 	}
-	if l.LastHeard <= 0 {
+	if l.LastHeard == 0 {
 		l.LastHeard = d.LastHeard
 	}
 	b.cfg.Liveness = l
@@ -323,8 +417,13 @@ type DiscoveryConfig struct {
 	InboundGrace time.Duration
 }
 
-// ConfigureDiscovery sets the descriptor lease and discovery timing.
+// ConfigureDiscovery sets the descriptor lease and discovery timing; zero
+// fields keep their defaults, negative ones are refused.
 func (b *MeshBuilder) ConfigureDiscovery(d DiscoveryConfig) *MeshBuilder {
+	if d.DescriptorTTL < 0 || d.Poll < 0 || d.InboundGrace < 0 {
+		b.refuse("", fmt.Sprintf("ConfigureDiscovery: negative setting in %+v", d))
+		return b
+	}
 	if d.DescriptorTTL > 0 {
 		b.cfg.DescriptorTTL = d.DescriptorTTL
 	}
@@ -340,11 +439,13 @@ func (b *MeshBuilder) ConfigureDiscovery(d DiscoveryConfig) *MeshBuilder {
 // SetObjectRole sets the node's object role (default ObjectNone).
 func (b *MeshBuilder) SetObjectRole(r ObjectRole) *MeshBuilder { b.cfg.ObjectRole = r; return b }
 
-// SetTrust sets the shared secret of the trust profile.
+// SetTrust sets the shared secret of the trust profile ("" profile keeps
+// "shared").
 func (b *MeshBuilder) SetTrust(t TrustConfig) *MeshBuilder {
 	if t.Profile == "" {
 		t.Profile = "shared"
 	}
+	t.Secret = append([]byte(nil), t.Secret...)
 	b.cfg.Trust = t
 	return b
 }
@@ -355,27 +456,37 @@ func (b *MeshBuilder) AddPeer(endpoint, expectRID string) *MeshBuilder {
 	return b
 }
 
-// SetConfigGeneration sets the version of the manual-peer configuration.
+// SetConfigGeneration sets the version of the manual-peer configuration
+// (at least 1; default 1).
 func (b *MeshBuilder) SetConfigGeneration(g uint64) *MeshBuilder {
+	if g == 0 {
+		b.refuse("", "SetConfigGeneration: generation 0")
+		return b
+	}
 	b.cfg.ConfigGeneration = g
 	return b
 }
 
 // SetHandlerConcurrency sets the default number of handlers of one owner
-// running at once (default 64).
+// running at once (at least 1; default 64).
 func (b *MeshBuilder) SetHandlerConcurrency(n int) *MeshBuilder {
-	if n > 0 {
-		b.cfg.HandlerConcurrency = n
+	if n < 1 {
+		b.refuse("", fmt.Sprintf("SetHandlerConcurrency: %d, want at least 1", n))
+		return b
 	}
+	b.cfg.HandlerConcurrency = n
 	return b
 }
 
 // SetHungDetection sets the hung-handler threshold (0 = never pause
 // admission) and how often hung handlers are counted (0 keeps the default).
+// Negative values are refused.
 func (b *MeshBuilder) SetHungDetection(threshold int, every time.Duration) *MeshBuilder {
-	if threshold >= 0 {
-		b.cfg.HungThreshold = threshold
+	if threshold < 0 || every < 0 {
+		b.refuse("", fmt.Sprintf("SetHungDetection: threshold %d, interval %v", threshold, every))
+		return b
 	}
+	b.cfg.HungThreshold = threshold
 	if every > 0 {
 		b.cfg.HungCheckInterval = every
 	}
@@ -391,8 +502,13 @@ func (b *MeshBuilder) SetSelectionSeed(seed uint64) *MeshBuilder {
 // SetLogger injects the logger; child loggers carry mesh and rid fields.
 func (b *MeshBuilder) SetLogger(l zerolog.Logger) *MeshBuilder { b.cfg.Logger = l; return b }
 
-// SetTimeouts sets the drain and shutdown timeouts (zero keeps the default).
+// SetTimeouts sets the drain and shutdown timeouts (zero keeps the default;
+// negative is refused).
 func (b *MeshBuilder) SetTimeouts(drain, shutdown time.Duration) *MeshBuilder {
+	if drain < 0 || shutdown < 0 {
+		b.refuse("", fmt.Sprintf("SetTimeouts: drain %v, shutdown %v", drain, shutdown))
+		return b
+	}
 	if drain > 0 {
 		b.cfg.DrainTimeout = drain
 	}
@@ -403,8 +519,12 @@ func (b *MeshBuilder) SetTimeouts(drain, shutdown time.Duration) *MeshBuilder {
 }
 
 // HandleDirectRequest registers a Node-direct request handler in this node's
-// (MeshName, RID) scope. Not allowed on an Object Client.
+// (MeshName, RID) scope. Not allowed on an Object Client. An empty packet
+// name, a nil handler or a packet name registered twice is refused.
 func (b *MeshBuilder) HandleDirectRequest(packet string, h RequestHandler) *MeshBuilder {
+	if !b.checkHandler("", "HandleDirectRequest", packet, h == nil, b.cfg.directRequests[packet] != nil) {
+		return b
+	}
 	if b.cfg.directRequests == nil {
 		b.cfg.directRequests = map[string]RequestHandler{}
 	}
@@ -413,14 +533,34 @@ func (b *MeshBuilder) HandleDirectRequest(packet string, h RequestHandler) *Mesh
 	return b
 }
 
-// HandleDirectSend registers a Node-direct one-way handler.
+// HandleDirectSend registers a Node-direct one-way handler (same refusals
+// as HandleDirectRequest).
 func (b *MeshBuilder) HandleDirectSend(packet string, h SendHandler) *MeshBuilder {
+	if !b.checkHandler("", "HandleDirectSend", packet, h == nil, b.cfg.directSends[packet] != nil) {
+		return b
+	}
 	if b.cfg.directSends == nil {
 		b.cfg.directSends = map[string]SendHandler{}
 	}
 	b.cfg.directSends[packet] = h
 	b.cfg.directRegs++
 	return b
+}
+
+// checkHandler records a refusal for a bad handler registration and
+// reports whether the registration may go ahead.
+func (b *MeshBuilder) checkHandler(channel, method, packet string, nilHandler, taken bool) bool {
+	switch {
+	case packet == "":
+		b.refuse(channel, method+": empty packet name")
+	case nilHandler:
+		b.refuse(channel, method+": nil handler for packet "+packet)
+	case taken:
+		b.refuse(channel, method+": packet "+packet+" registered twice")
+	default:
+		return true
+	}
+	return false
 }
 
 // Channel starts the registration of one ChannelName on this MeshNode.
@@ -458,21 +598,35 @@ type ServerBuilder struct {
 }
 
 // SetConcurrency sets how many of this channel's handlers run at once
-// (default: the node's HandlerConcurrency, 64).
-func (s *ServerBuilder) SetConcurrency(n int) *ServerBuilder { s.reg.concurrency = n; return s }
+// (0 = the node's HandlerConcurrency, default 64; negative is refused).
+func (s *ServerBuilder) SetConcurrency(n int) *ServerBuilder {
+	if n < 0 {
+		s.mesh.refuse(s.reg.name, fmt.Sprintf("SetConcurrency: %d", n))
+		return s
+	}
+	s.reg.concurrency = n
+	return s
+}
 
 // SetWeight sets the initial weight (0..10000; checked at Start).
 func (s *ServerBuilder) SetWeight(w int) *ServerBuilder { s.reg.weight = w; return s }
 
-// HandleRequest registers a request handler for a packet name.
+// HandleRequest registers a request handler for a packet name. An empty
+// packet name, a nil handler or a packet name registered twice on this
+// channel is refused.
 func (s *ServerBuilder) HandleRequest(packet string, h RequestHandler) *ServerBuilder {
-	s.reg.requests[packet] = h
+	if s.mesh.checkHandler(s.reg.name, "HandleRequest", packet, h == nil, s.reg.requests[packet] != nil) {
+		s.reg.requests[packet] = h
+	}
 	return s
 }
 
-// HandleSend registers a one-way handler for a packet name.
+// HandleSend registers a one-way handler for a packet name (same refusals
+// as HandleRequest).
 func (s *ServerBuilder) HandleSend(packet string, h SendHandler) *ServerBuilder {
-	s.reg.sends[packet] = h
+	if s.mesh.checkHandler(s.reg.name, "HandleSend", packet, h == nil, s.reg.sends[packet] != nil) {
+		s.reg.sends[packet] = h
+	}
 	return s
 }
 

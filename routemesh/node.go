@@ -140,6 +140,9 @@ type link struct {
 // its children and starts the manual connection intents) and waits until
 // the node is ready or ctx ends.
 func Start(ctx context.Context, cfg *Config, deps Deps) (*Node, error) {
+	if err := cfg.validate(deps.Store != nil); err != nil {
+		return nil, err
+	}
 	if deps.System == nil {
 		return nil, &ConfigError{Mesh: cfg.Mesh, Err: ErrInvalid, Detail: "no actor system"}
 	}

@@ -2,7 +2,9 @@ package routemesh
 
 import (
 	"fmt"
+	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -61,8 +63,10 @@ type Topology struct {
 	HasLocationStore bool
 }
 
-// Validate applies every startup check of SPEC §2–3 (reference 004 §13
-// "registration and startup checks"). It returns the first refusal as a
+// Validate applies every startup check of the topology contract (the
+// "registration and startup checks" contract items: one MeshNode per
+// MeshName, one physical send path per ChannelName, ClientServer roles,
+// weights, object roles, topology modes). It returns the first refusal as a
 // *ConfigError naming the mesh and channel.
 func (t *Topology) Validate() error {
 	seenMesh := map[string]bool{}
@@ -135,8 +139,16 @@ func (t *Topology) Validate() error {
 	return nil
 }
 
-// validate checks one MeshNode's own settings.
+// validate checks one MeshNode's own settings: what a builder method
+// refused, then every rule about this node alone. hasStore tells whether a
+// Location Store is configured explicitly.
 func (c *Config) validate(hasStore bool) error {
+	if c == nil {
+		return &ConfigError{Err: ErrInvalid, Detail: "no configuration"}
+	}
+	if c.buildErr != nil {
+		return c.buildErr
+	}
 	bad := func(err error, detail string) error {
 		return &ConfigError{Mesh: c.Mesh, Err: err, Detail: detail}
 	}
@@ -164,16 +176,27 @@ func (c *Config) validate(hasStore bool) error {
 	if c.ObjectRole == ObjectClient && c.directRegs > 0 {
 		return bad(ErrDirectOnObjectRole, "an Object Client takes no application Node-direct handler")
 	}
-	if err := validEndpoint(c.Listen); err != nil {
+	if err := validEndpoint(c.Listen, true); err != nil {
 		return bad(ErrInvalid, "listen endpoint: "+err.Error())
 	}
+	if c.AdvertiseHost != "" {
+		if err := validAdvertiseHost(c.AdvertiseHost); err != nil {
+			return bad(ErrInvalid, "advertise host: "+err.Error())
+		}
+	}
 	for _, p := range c.Peers {
-		if err := validEndpoint(p.Endpoint); err != nil {
+		if err := validEndpoint(p.Endpoint, false); err != nil {
 			return bad(ErrInvalid, "peer endpoint: "+err.Error())
+		}
+		if strings.ContainsAny(p.ExpectRID, " \t\n/") {
+			return bad(ErrInvalid, "expected peer RID must not contain spaces or '/'")
 		}
 	}
 	if strings.ContainsAny(c.RID, " \t\n/") || strings.ContainsAny(c.RIDPrefix, " \t\n/") {
 		return bad(ErrInvalid, "RID must not contain spaces or '/'")
+	}
+	if err := c.validateNumbers(); err != nil {
+		return bad(ErrInvalid, err.Error())
 	}
 	for _, ch := range c.channels {
 		if ch.name == "" {
@@ -188,6 +211,38 @@ func (c *Config) validate(hasStore bool) error {
 	return nil
 }
 
+// validateNumbers refuses sizes, counts and durations the runtime cannot
+// use (a Config filled by hand rather than through the builder).
+func (c *Config) validateNumbers() error {
+	s, l := c.Socket, c.Liveness
+	switch {
+	case s.SendHWM < 1 || s.ReceiveHWM < 1 || s.MailboxMessageBudget < 1 || s.MailboxByteBudget < 1:
+		return fmt.Errorf("socket HWMs and mailbox budgets must be positive: %+v", s)
+	case s.SendTimeout <= 0 || s.ReceiveTimeout <= 0:
+		return fmt.Errorf("socket timeouts must be positive: %+v", s)
+	case l.Interval <= 0 || l.MaxGap < 1 || l.LastHeard <= 0:
+		return fmt.Errorf("liveness settings must be positive: %+v", l)
+	case l.LastHeard <= l.Interval:
+		return fmt.Errorf("liveness last-heard %v must exceed the heartbeat interval %v (every peer would be lost between heartbeats)", l.LastHeard, l.Interval)
+	case c.DrainTimeout <= 0 || c.ShutdownTimeout <= 0:
+		return fmt.Errorf("drain and shutdown timeouts must be positive")
+	case c.HandlerConcurrency < 1:
+		return fmt.Errorf("handler concurrency %d, want at least 1", c.HandlerConcurrency)
+	case c.HungThreshold < 0 || c.HungCheckInterval <= 0:
+		return fmt.Errorf("hung threshold %d / check interval %v", c.HungThreshold, c.HungCheckInterval)
+	case c.ConfigGeneration == 0:
+		return fmt.Errorf("configuration generation 0")
+	case c.Trust.Profile == "":
+		return fmt.Errorf("empty trust profile")
+	}
+	for _, ch := range c.channels {
+		if ch.concurrency < 0 {
+			return fmt.Errorf("channel %s: concurrency %d", ch.name, ch.concurrency)
+		}
+	}
+	return nil
+}
+
 // CheckWeight refuses a weight outside 0..10000.
 func CheckWeight(w int) error {
 	if w < MinWeight || w > MaxWeight {
@@ -196,7 +251,10 @@ func CheckWeight(w int) error {
 	return nil
 }
 
-func validEndpoint(ep string) error {
+// validEndpoint accepts tcp://HOST:PORT and nothing more: no path, query
+// or user. A listen endpoint may use port 0 (pick a free one) and the
+// wildcard host "*"; a peer endpoint names a real host and port.
+func validEndpoint(ep string, listen bool) error {
 	u, err := url.Parse(ep)
 	if err != nil {
 		return err
@@ -204,8 +262,44 @@ func validEndpoint(ep string) error {
 	if u.Scheme != "tcp" {
 		return fmt.Errorf("scheme %q, want tcp://HOST:PORT", u.Scheme)
 	}
-	if u.Host == "" || u.Port() == "" {
+	if u.Host == "" || u.Hostname() == "" || u.Port() == "" {
 		return fmt.Errorf("%q: want tcp://HOST:PORT", ep)
+	}
+	if u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("%q: want tcp://HOST:PORT with nothing after the port", ep)
+	}
+	port, err := strconv.Atoi(u.Port())
+	if err != nil || port < 0 || port > 65535 {
+		return fmt.Errorf("%q: port %q", ep, u.Port())
+	}
+	if !listen && (port == 0 || u.Hostname() == "*") {
+		return fmt.Errorf("%q: a peer endpoint needs a real host and port", ep)
+	}
+	return nil
+}
+
+// validAdvertiseHost accepts an IP address (IPv6 with or without brackets)
+// or a DNS host name that peers can dial: no scheme, port or path, and not
+// an unspecified address.
+func validAdvertiseHost(h string) error {
+	if ip := net.ParseIP(strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")); ip != nil {
+		if ip.IsUnspecified() {
+			return fmt.Errorf("%q is not an address peers can dial", h)
+		}
+		return nil
+	}
+	if len(h) > 253 {
+		return fmt.Errorf("host name longer than 253 bytes")
+	}
+	for _, label := range strings.Split(h, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return fmt.Errorf("%q: want an IP address or a host name", h)
+		}
+		for _, r := range label {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-') {
+				return fmt.Errorf("%q: want an IP address or a host name", h)
+			}
+		}
 	}
 	return nil
 }

@@ -1,9 +1,10 @@
 package test
 
-// Contract tests of automatic topology (SPEC §4, §5, §10; reference 004
-// §8–9, §13 "Peer 연결"): descriptors in a real Redis (and the in-memory
-// store for the in-process case), pair exclusion, single initiator by RID
-// order, monitoring states, stale candidates, live weights, failures.
+// Contract tests of automatic topology (the "peer connections" contract
+// items, live weights and the Location Store): descriptors in a real Redis
+// (and the in-memory store for the in-process case), pair exclusion, single
+// initiator by RID order, monitoring states, stale candidates, live
+// weights, failures.
 
 import (
 	"errors"

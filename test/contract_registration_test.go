@@ -1,6 +1,6 @@
 package test
 
-// Contract tests for reference 004 §13 "registration and startup checks",
+// Contract tests of the "registration and startup checks" contract items,
 // driven through the public builder and Start only.
 
 import (
@@ -113,11 +113,28 @@ func TestContract_Registration_ObjectClientServerChannelButNoDirectHandler(t *te
 	store := location.NewMemory()
 	t.Cleanup(func() { _ = store.Close() })
 	o := zlink.NewOptions().SetLocationStore(store)
-	o.AddRouteMesh("game").SetObjectRole(routemesh.ObjectClient).
+	o.AddRouteMesh("game").SetRoutingID("oc").SetObjectRole(routemesh.ObjectClient).ConfigureLiveness(fastLiveness).
 		Channel("match").Server().SetWeight(100).HandleRequest("echo", echo).Mesh().
 		Channel("lobby").Client()
-	if err := startErr(t, o); err != nil {
-		t.Fatalf("Channel Server and Client roles on an Object Client must start: %v", err)
+	oc := startHost(t, o).Mesh("game")
+	// Its Channel Server role serves channel calls; a Node-direct call to it
+	// ends exactly as NoTarget (never substituted, never served).
+	oa := zlink.NewOptions()
+	oa.AddRouteMesh("game").SetRoutingID("caller").ConfigureLiveness(fastLiveness).
+		AddPeer(oc.Endpoint(), "oc").Channel("match").Client()
+	caller := startHost(t, oa).Mesh("game")
+	waitPeerState(t, caller, "oc", routemesh.PeerReady)
+	if out, rid, err := caller.CallFrom(ctxT(t, 5*time.Second), "match", "echo", []byte("x")); err != nil || rid != "oc" || string(out) != "echo:x" {
+		t.Fatalf("channel call to the Object Client's Server role: %q from %q, %v", out, rid, err)
+	}
+	for _, packet := range []string{"echo", "nope"} {
+		_, err := caller.Request(ctxT(t, 5*time.Second), "oc", packet, nil)
+		if !errors.Is(err, zlink.ErrNoTarget) {
+			t.Fatalf("Node direct %q to an Object Client: %v, want ErrNoTarget", packet, err)
+		}
+	}
+	if err := caller.Send(ctxT(t, 5*time.Second), "oc", "echo", nil); !errors.Is(err, zlink.ErrNoTarget) {
+		t.Fatalf("Node-direct send to an Object Client: %v, want ErrNoTarget", err)
 	}
 	o = zlink.NewOptions().SetLocationStore(store)
 	o.AddRouteMesh("game").SetObjectRole(routemesh.ObjectClient).HandleDirectRequest("echo", echo)
