@@ -88,7 +88,7 @@ func newSelection(at time.Time, cands []selection.Candidate, idx int, outcome se
 		s.RID = cands[idx].RID
 	}
 	for i, c := range considered {
-		s.Candidates[i] = Candidate{RID: c.RID, Weight: c.Weight}
+		s.Candidates[i] = Candidate{RID: c.RID, Weight: c.Weight, Local: cands[i].Local} // Consider keeps the order
 		if c.Skip != 0 {
 			s.Candidates[i].Skip = c.Skip.String()
 		}
