@@ -300,6 +300,9 @@ func TestChaos_PastTheIntensityTheNodeFailsVisibly(t *testing.T) {
 	if st.State != routemesh.NodeFailed || st.Failure == "" {
 		t.Fatalf("status = %v %q", st.State, st.Failure)
 	}
+	if h := hs.Health(ctxT(t, 5*time.Second), zlink.HealthConfig{}); h.Live || h.Ready || len(h.Reasons) == 0 {
+		t.Fatalf("health of a host with a failed node = %+v", h)
+	}
 	start := time.Now()
 	if _, err := s.Request(ctxT(t, 5*time.Second), s.RID(), "echo", nil); !errors.Is(err, routemesh.ErrNodeFailed) {
 		t.Fatalf("call on a failed node = %v, want ErrNodeFailed", err)

@@ -29,6 +29,11 @@ var (
 	cliBuildErr  error
 )
 
+// cliBinDir is where this test process builds zlink-node.
+func cliBinDir() string {
+	return filepath.Join(os.TempDir(), fmt.Sprintf("zlink-node-clitest-%d-%d", os.Getuid(), os.Getpid()))
+}
+
 // cliBinary builds ./cmd/node once per test run from the module root.
 func cliBinary(t *testing.T) string {
 	t.Helper()
@@ -39,7 +44,9 @@ func cliBinary(t *testing.T) string {
 			return
 		}
 		root := filepath.Dir(strings.TrimSpace(string(out)))
-		dir := filepath.Join(os.TempDir(), fmt.Sprintf("zlink-node-clitest-%d", os.Getuid()))
+		// One directory per test process: two checkouts testing at once
+		// never run each other's binary. TestMain removes it.
+		dir := cliBinDir()
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			cliBuildErr = err
 			return

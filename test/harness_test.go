@@ -17,7 +17,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, leakOptions()...)
+	goleak.VerifyTestMain(m, append(leakOptions(), goleak.Cleanup(func(code int) {
+		_ = os.RemoveAll(cliBinDir())
+		os.Exit(code)
+	}))...)
 }
 
 // leakOptions ignores goroutines that zmq4 itself leaks (ZMQ4-NOTES: a
