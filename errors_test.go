@@ -140,3 +140,18 @@ func TestErrors_FanoutRulesMatchFromBothEntryPoints(t *testing.T) {
 		t.Fatalf("AddFanout with both sources: %v, want fanout.ErrSourceConflict", err)
 	}
 }
+
+// TestErrors_FanoutSettingRefusedAsConfig: a fanout setting only
+// fanout.StartPublisher checks (not the registration rules) still ends
+// zlink.Start with a refusal matching ErrConfig and its fanout sentinel.
+func TestErrors_FanoutSettingRefusedAsConfig(t *testing.T) {
+	o := zlink.NewOptions().AddFanoutPublisher(fanout.PublisherConfig{Channel: "news", Listen: "ipc:///tmp/x"})
+	h, err := zlink.Start(context.Background(), o)
+	if err == nil {
+		_ = h.Stop(context.Background())
+		t.Fatal("zlink.Start accepted an ipc:// listen endpoint")
+	}
+	if !errors.Is(err, zlink.ErrConfig) || !errors.Is(err, zlink.ErrFanoutInvalidConfig) {
+		t.Fatalf("zlink.Start: %v, want ErrConfig and ErrFanoutInvalidConfig", err)
+	}
+}

@@ -220,7 +220,7 @@ func (h *Host) startFanout(ctx context.Context, o *Options) error {
 		}
 		p, err := fanout.StartPublisher(ctx, cfg)
 		if err != nil {
-			return fmt.Errorf("zlink: fanout publisher %s: %w", cfg.Channel, err)
+			return fanoutStartError("publisher", cfg.Channel, err)
 		}
 		h.publishers[cfg.Channel] = p
 		h.showFanout(cfg.Channel, "publisher")
@@ -234,12 +234,25 @@ func (h *Host) startFanout(ctx context.Context, o *Options) error {
 		}
 		s, err := fanout.StartSubscriber(ctx, cfg)
 		if err != nil {
-			return fmt.Errorf("zlink: fanout subscriber %s: %w", cfg.Channel, err)
+			return fanoutStartError("subscriber", cfg.Channel, err)
 		}
 		h.subscribers[cfg.Channel] = s
 		h.showFanout(cfg.Channel, "subscriber")
 	}
 	return nil
+}
+
+// fanoutStartError makes a configuration refusal of fanout a
+// *routemesh.ConfigError (so it matches ErrConfig like every other startup
+// refusal, and still its fanout sentinel); other failures are wrapped.
+func fanoutStartError(role, channel string, err error) error {
+	for _, cfgErr := range []error{fanout.ErrInvalidConfig, fanout.ErrNoSource, fanout.ErrSourceConflict,
+		fanout.ErrReservedTopic, zerr.ErrNeedsLocationStore} {
+		if errors.Is(err, cfgErr) {
+			return &routemesh.ConfigError{Channel: channel, Err: err, Detail: "fanout " + role}
+		}
+	}
+	return fmt.Errorf("zlink: fanout %s %s: %w", role, channel, err)
 }
 
 // showFanout puts a fanout registration in the tree: /host/fanout:<ch>/<role>.
@@ -275,7 +288,8 @@ func (h *Host) Meshes() []*routemesh.Node {
 // Tree returns a copied snapshot of the live supervision tree.
 func (h *Host) Tree() supervisor.Node { return h.sys.Registry().Snapshot() }
 
-// Stop shuts every MeshNode down (SPEC §8), then the actor system.
+// Stop stops every MeshNode (Node.Stop), then the fanout publishers and
+// subscribers, then the actor system.
 // Idempotent.
 func (h *Host) Stop(ctx context.Context) error {
 	var errs []error
