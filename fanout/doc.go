@@ -41,6 +41,12 @@
 // All sockets use the guarded transport of internal/zguard (handshake and
 // write deadlines, frame-size limit).
 //
+// The registration rules (CheckChannel, CheckSubscriberSource) are defined
+// here once: StartPublisher and StartSubscriber apply them, and so does the
+// startup validation of zlink.Start, so errors.Is matches the same
+// sentinel (ErrSourceConflict, ErrNoSource, ErrInvalidConfig,
+// ErrNeedsLocationStore) from both entry points.
+//
 // # What it must not touch
 //
 // fanout is independent of RouteMesh membership: it needs no MeshNode, never
