@@ -25,38 +25,84 @@ import (
 
 	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/fanout"
+	"github.com/zlink-go/zlink/internal/zerr"
 	"github.com/zlink-go/zlink/location"
-	"github.com/zlink-go/zlink/mailbox"
 	"github.com/zlink-go/zlink/routemesh"
 	"github.com/zlink-go/zlink/supervisor"
-	"github.com/zlink-go/zlink/wire"
 )
 
-// The terminal results of a call, matchable with errors.Is (SPEC §7).
+// The terminal results of a call (Node.Call, Request, Send, Multicast
+// members, the typed helpers), matchable with errors.Is. A remote node's
+// result crosses the wire as a code and is rebuilt as the same value here.
 var (
-	ErrNoTarget     = wire.ErrNoTarget
-	ErrTimeout      = wire.ErrTimeout
-	ErrMailboxFull  = mailbox.ErrMailboxFull
-	ErrBusy         = wire.ErrBusy
-	ErrPeerLost     = wire.ErrPeerLost
-	ErrTooLarge     = wire.ErrTooLarge
-	ErrHandler      = wire.ErrHandler
-	ErrCancelled    = wire.ErrCancelled
-	ErrShuttingDown = wire.ErrShuttingDown
-	// ErrConfig matches every startup configuration refusal.
-	ErrConfig = routemesh.ErrConfig
+	ErrNoTarget     = zerr.ErrNoTarget     // no positive-weight candidate, or unknown direct target
+	ErrTimeout      = zerr.ErrTimeout      // no reply before the deadline (also matches context.DeadlineExceeded)
+	ErrMailboxFull  = zerr.ErrMailboxFull  // an owner's message or byte budget is spent (*mailbox.FullError)
+	ErrBusy         = zerr.ErrBusy         // every candidate at capacity, or a full send queue
+	ErrPeerLost     = zerr.ErrPeerLost     // the connection was lost after submit; outcome unknown
+	ErrTooLarge     = zerr.ErrTooLarge     // over the receiver's stated limit or the wire's limit
+	ErrHandler      = zerr.ErrHandler      // the handler failed or panicked; its message is carried
+	ErrCancelled    = zerr.ErrCancelled    // the caller's context ended the call
+	ErrShuttingDown = zerr.ErrShuttingDown // the node no longer admits new operations
+	// ErrUnknownPacket: the target has no handler for the packet name.
+	ErrUnknownPacket = zerr.ErrUnknownPacket
+	// ErrBadPayload: a payload did not decode into the packet's Go type
+	// (the typed helpers routemesh.Call, CallDirect, OnRequest, ...).
+	ErrBadPayload = zerr.ErrBadPayload
+	// ErrStopped: a Tell or Request on an actor (Node.Ref) that has stopped.
+	ErrStopped = zerr.ErrStopped
+)
+
+// Errors of a MeshNode's own operations.
+var (
+	// ErrNoChannelRole: a call on a ChannelName the node has no role on.
+	ErrNoChannelRole = routemesh.ErrNoChannelRole
+	// ErrUnknownChannel: Node.SetWeight on a ChannelName the node serves
+	// no Server role for (a *routemesh.ConfigError, also matching ErrConfig).
+	ErrUnknownChannel = routemesh.ErrUnknownChannel
+	// ErrDrainTimeout: Node.Drain ended with submitted work still running.
+	ErrDrainTimeout = routemesh.ErrDrainTimeout
+	// ErrNodeFailed: the node is in its terminal Failed state; every
+	// pending and later call ends with it.
+	ErrNodeFailed = routemesh.ErrNodeFailed
+)
+
+// Startup refusals. Every refusal of Start's validation is a
+// *routemesh.ConfigError matching ErrConfig and one specific sentinel below
+// (Node.SetWeight's refusals too).
+var (
+	// ErrConfig matches every configuration refusal.
+	ErrConfig             = routemesh.ErrConfig
+	ErrDuplicateMesh      = routemesh.ErrDuplicateMesh      // a MeshName registered twice
+	ErrDuplicateChannel   = routemesh.ErrDuplicateChannel   // a ChannelName twice on one RouteMesh
+	ErrTopologyConflict   = routemesh.ErrTopologyConflict   // a ChannelName on two physical topologies
+	ErrWeightRange        = routemesh.ErrWeightRange        // a weight outside 0..10000
+	ErrDirectOnObjectRole = routemesh.ErrDirectOnObjectRole // a Node-direct handler on an Object Client
+	ErrRIDConflict        = routemesh.ErrRIDConflict        // a fixed RID and a RID prefix both set
+	ErrNeedsLocationStore = zerr.ErrNeedsLocationStore      // an automatic topology without a Location Store
+	ErrInvalid            = routemesh.ErrInvalid            // any other bad MeshNode setting
+)
+
+// Fanout errors: refusals at Start (through the startup validation, or from
+// fanout.StartPublisher / StartSubscriber when Start runs them) and the
+// results of Publisher.Publish.
+var (
+	ErrFanoutSourceConflict = fanout.ErrSourceConflict // a subscriber both automatic and manual
+	ErrFanoutNoSource       = fanout.ErrNoSource       // a subscriber neither automatic nor manual
+	ErrFanoutInvalidConfig  = fanout.ErrInvalidConfig  // a fanout setting missing or out of range
+	ErrFanoutReservedTopic  = fanout.ErrReservedTopic  // a topic starting with byte 0xFF
+	ErrFanoutClosed         = fanout.ErrClosed         // the publisher or subscriber was closed
 )
 
 // Options collects the registrations of one process. Nothing is checked
 // until Start.
 type Options struct {
-	meshes       []*routemesh.MeshBuilder
-	clientServer []routemesh.ClientServerReg
-	fanouts      []routemesh.FanoutReg
-	publishers   []fanout.PublisherConfig
-	subscribers  []fanout.SubscriberConfig
-	store        location.Store
-	logger       zerolog.Logger
+	meshes      []*routemesh.MeshBuilder
+	fanouts     []routemesh.FanoutReg
+	publishers  []fanout.PublisherConfig
+	subscribers []fanout.SubscriberConfig
+	store       location.Store
+	logger      zerolog.Logger
 }
 
 // NewOptions returns empty options with a no-op logger.
@@ -76,13 +122,6 @@ func (o *Options) SetLocationStore(s location.Store) *Options { o.store = s; ret
 
 // SetLogger injects the logger used by every component.
 func (o *Options) SetLogger(l zerolog.Logger) *Options { o.logger = l; return o }
-
-// AddClientServer registers a ClientServer role on channel. One Client and
-// one Server of a name may coexist; a duplicate role fails Start.
-func (o *Options) AddClientServer(channel string, role routemesh.Role) *Options {
-	o.clientServer = append(o.clientServer, routemesh.ClientServerReg{Channel: channel, Role: role})
-	return o
-}
 
 // AddFanout registers a classic fanout registration (publisher or
 // subscriber) for the startup checks.
@@ -116,7 +155,7 @@ func (o *Options) Topology() *routemesh.Topology {
 	for _, s := range o.subscribers {
 		fanouts = append(fanouts, routemesh.FanoutReg{Channel: s.Channel, Automatic: s.Automatic, Endpoints: s.Endpoints})
 	}
-	t := &routemesh.Topology{ClientServer: o.clientServer, Fanouts: fanouts, HasLocationStore: o.store != nil}
+	t := &routemesh.Topology{Fanouts: fanouts, HasLocationStore: o.store != nil}
 	for _, m := range o.meshes {
 		t.Meshes = append(t.Meshes, m.Config())
 	}
@@ -198,7 +237,7 @@ func (h *Host) startFanout(ctx context.Context, o *Options) error {
 		cfg.System, cfg.Parent = h.sys, sup
 		p, err := fanout.StartPublisher(ctx, cfg)
 		if err != nil {
-			return fmt.Errorf("zlink: fanout publisher %s: %w", cfg.Channel, err)
+			return fanoutStartError("publisher", cfg.Channel, err)
 		}
 		h.publishers[cfg.Channel] = p
 	}
@@ -216,11 +255,24 @@ func (h *Host) startFanout(ctx context.Context, o *Options) error {
 		cfg.System, cfg.Parent = h.sys, sup
 		s, err := fanout.StartSubscriber(ctx, cfg)
 		if err != nil {
-			return fmt.Errorf("zlink: fanout subscriber %s: %w", cfg.Channel, err)
+			return fanoutStartError("subscriber", cfg.Channel, err)
 		}
 		h.subscribers[cfg.Channel] = s
 	}
 	return nil
+}
+
+// fanoutStartError makes a configuration refusal of fanout a
+// *routemesh.ConfigError (so it matches ErrConfig like every other startup
+// refusal, and still its fanout sentinel); other failures are wrapped.
+func fanoutStartError(role, channel string, err error) error {
+	for _, cfgErr := range []error{fanout.ErrInvalidConfig, fanout.ErrNoSource, fanout.ErrSourceConflict,
+		fanout.ErrReservedTopic, zerr.ErrNeedsLocationStore} {
+		if errors.Is(err, cfgErr) {
+			return &routemesh.ConfigError{Channel: channel, Err: err, Detail: "fanout " + role}
+		}
+	}
+	return fmt.Errorf("zlink: fanout %s %s: %w", role, channel, err)
 }
 
 // Publisher returns the fanout publisher of channel, or nil.
@@ -253,7 +305,8 @@ func (h *Host) InjectPanic(path, reason string) error { return h.sys.InjectPanic
 // Tree returns a copied snapshot of the live supervision tree.
 func (h *Host) Tree() supervisor.Node { return h.sys.Registry().Snapshot() }
 
-// Stop shuts every MeshNode down (SPEC §8), then the actor system.
+// Stop stops every MeshNode (Node.Stop), then the fanout publishers and
+// subscribers, then the actor system.
 // Idempotent.
 func (h *Host) Stop(ctx context.Context) error {
 	var errs []error

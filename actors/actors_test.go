@@ -454,7 +454,7 @@ func TestSystem_ProtoactorSlogGoesToZerolog(t *testing.T) {
 	cfg.Logger = zerolog.New(&buf)
 	s := actors.NewSystem(cfg)
 	defer func() { _ = s.Shutdown(context.Background()) }()
-	s.ActorSystem().Logger().Warn("hello from protoactor", "k", 7)
+	actors.ProtoLogger(s).Warn("hello from protoactor", "k", 7)
 	out := buf.String()
 	for _, want := range []string{`"message":"actor system started"`, `"lib":"protoactor"`, `"system":"sys1"`,
 		`"level":"warn"`, `"message":"hello from protoactor"`, `"k":7`} {

@@ -2,15 +2,67 @@ package actors
 
 import (
 	"context"
+	"errors"
+	"log/slog"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
 )
 
+// benchMsg is the message the benchmarks send (a shared pointer, so the
+// message itself never allocates).
+type benchMsg struct{}
+
+// countActor counts benchMsg and answers requests with the same pointer.
+type countActor struct{ n *atomic.Int64 }
+
+func (a countActor) Receive(c actor.Context) {
+	if m, ok := c.Message().(*benchMsg); ok {
+		a.n.Add(1)
+		if c.Sender() != nil {
+			c.Respond(m)
+		}
+	}
+}
+
+func benchSystem() *System {
+	cfg := DefaultConfig()
+	cfg.Logger = zerolog.Nop()
+	return NewSystem(cfg)
+}
+
+func shutdown(s *System) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = s.Shutdown(ctx)
+}
+
+// protoSystem is the raw baseline: a protoactor ActorSystem of its own with
+// the default mailbox, logging discarded.
+func protoSystem() *actor.ActorSystem {
+	return actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(slog.DiscardHandler)
+	}))
+}
+
+// waitCount spins until the actor has counted n messages.
+func waitCount(c *atomic.Int64, n int64) error {
+	deadline := time.Now().Add(time.Minute)
+	for i := 0; c.Load() < n; i++ {
+		if i%4096 == 0 && time.Now().After(deadline) {
+			return errors.New("bench: actor did not count all messages")
+		}
+		runtime.Gosched()
+	}
+	return nil
+}
+
 func BenchmarkActors_Tell(b *testing.B) {
-	msg := &BenchMsg{}
+	msg := &benchMsg{}
 	b.Run("impl=zlink", func(b *testing.B) {
 		s := benchSystem()
 		defer shutdown(s)
@@ -33,10 +85,10 @@ func BenchmarkActors_Tell(b *testing.B) {
 		b.ReportMetric(float64(sent)/time.Since(start).Seconds(), "msgs/s")
 	})
 	b.Run("impl=protoactor", func(b *testing.B) {
-		s := benchSystem()
-		defer shutdown(s)
+		as := protoSystem()
+		defer as.Shutdown()
 		count := &atomic.Int64{}
-		pid, err := s.as.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return countActor{count} }), "t")
+		pid, err := as.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return countActor{count} }), "t")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -44,7 +96,7 @@ func BenchmarkActors_Tell(b *testing.B) {
 		start := time.Now()
 		var sent int64
 		for b.Loop() {
-			s.as.Root.Send(pid, msg)
+			as.Root.Send(pid, msg)
 			sent++
 		}
 		waitCountB(b, count, sent)
@@ -59,7 +111,7 @@ func waitCountB(b *testing.B, c *atomic.Int64, n int64) {
 }
 
 func BenchmarkActors_Request(b *testing.B) {
-	msg := &BenchMsg{}
+	msg := &benchMsg{}
 	b.Run("impl=zlink", func(b *testing.B) {
 		s := benchSystem()
 		defer shutdown(s)
@@ -83,10 +135,10 @@ func BenchmarkActors_Request(b *testing.B) {
 		b.ReportMetric(float64(n)/time.Since(start).Seconds(), "msgs/s")
 	})
 	b.Run("impl=protoactor", func(b *testing.B) {
-		s := benchSystem()
-		defer shutdown(s)
+		as := protoSystem()
+		defer as.Shutdown()
 		count := &atomic.Int64{}
-		pid, err := s.as.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return countActor{count} }), "r")
+		pid, err := as.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return countActor{count} }), "r")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -94,23 +146,11 @@ func BenchmarkActors_Request(b *testing.B) {
 		start := time.Now()
 		var n int64
 		for b.Loop() {
-			if _, err := s.as.Root.RequestFuture(pid, msg, time.Hour).Result(); err != nil {
+			if _, err := as.Root.RequestFuture(pid, msg, time.Hour).Result(); err != nil {
 				b.Fatal(err)
 			}
 			n++
 		}
 		b.ReportMetric(float64(n)/time.Since(start).Seconds(), "msgs/s")
 	})
-}
-
-func TestCompareLocal(t *testing.T) {
-	r, err := CompareLocal(2000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.ZlinkTell.MsgsPerSec <= 0 || r.ProtoTell.MsgsPerSec <= 0 || r.ZlinkRequest.MsgsPerSec <= 0 ||
-		r.ProtoRequest.MsgsPerSec <= 0 || r.TellRatio <= 0 {
-		t.Fatalf("result %+v", r)
-	}
-	t.Log(r)
 }

@@ -1,14 +1,19 @@
 package actors
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/zlink-go/zlink/internal/zerr"
+)
 
 var (
 	// ErrStopped is returned when a message is sent to an actor that has
 	// stopped or is stopping and no longer admits work, and by Spawn once the
-	// System has shut down.
-	ErrStopped = errors.New("zlink: actor stopped")
-	// ErrTimeout is returned when a request found no reply before its deadline.
-	ErrTimeout = errors.New("zlink: timeout")
+	// System has shut down. Same value as zlink.ErrStopped.
+	ErrStopped = zerr.ErrStopped
+	// ErrTimeout is returned when a request found no reply before its
+	// deadline. Same value as zlink.ErrTimeout and wire.ErrTimeout.
+	ErrTimeout = zerr.ErrTimeout
 	// ErrNameTaken is returned by Spawn when the parent already has a child
 	// of that name.
 	ErrNameTaken = errors.New("zlink: actor name taken")

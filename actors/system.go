@@ -82,10 +82,6 @@ func NewSystem(cfg Config) *System {
 // Registry returns the live supervision tree.
 func (s *System) Registry() *supervisor.Registry { return s.reg }
 
-// ActorSystem returns the underlying protoactor system (for the few callers
-// that need raw protoactor access, such as benchmarks).
-func (s *System) ActorSystem() *actor.ActorSystem { return s.as }
-
 // Spec describes an actor to spawn.
 type Spec struct {
 	// Name is unique among the parent's children; no "/". Required.

@@ -89,7 +89,7 @@ func (c PublisherConfig) withDefaults() PublisherConfig {
 }
 
 func (c PublisherConfig) validate() error {
-	if err := validChannel(c.Channel); err != nil {
+	if err := CheckChannel(c.Channel); err != nil {
 		return err
 	}
 	if c.Parent != nil && c.System == nil {
@@ -190,19 +190,16 @@ func (c SubscriberConfig) withDefaults() SubscriberConfig {
 }
 
 func (c SubscriberConfig) validate() error {
-	if err := validChannel(c.Channel); err != nil {
+	if err := CheckChannel(c.Channel); err != nil {
 		return err
 	}
 	if c.Parent != nil && c.System == nil {
 		return fmt.Errorf("%w: Parent without System", ErrInvalidConfig)
 	}
+	if err := CheckSubscriberSource(c.Automatic, c.Endpoints, c.Store != nil); err != nil {
+		return fmt.Errorf("%w: channel %s", err, c.Channel)
+	}
 	switch {
-	case c.Automatic && len(c.Endpoints) > 0:
-		return fmt.Errorf("%w: channel %s", ErrSourceConflict, c.Channel)
-	case !c.Automatic && len(c.Endpoints) == 0:
-		return fmt.Errorf("%w: channel %s", ErrNoSource, c.Channel)
-	case c.Automatic && c.Store == nil:
-		return fmt.Errorf("%w: automatic subscriber of %s without a Location Store", ErrInvalidConfig, c.Channel)
 	case c.ReceiveTimeout < time.Millisecond:
 		return fmt.Errorf("%w: ReceiveTimeout %v below 1ms", ErrInvalidConfig, c.ReceiveTimeout)
 	case c.PollInterval < time.Millisecond:
@@ -224,7 +221,31 @@ func (c SubscriberConfig) validate() error {
 	return nil
 }
 
-func validChannel(ch string) error {
+// CheckSubscriberSource is the one definition of a subscriber's source
+// rule: its publishers come either from the Location Store (automatic) or
+// from endpoints (manual), exactly one of the two, and automatic needs a
+// store. It returns an error matching ErrSourceConflict (both), ErrNoSource
+// (neither) or ErrInvalidConfig and ErrNeedsLocationStore (automatic without
+// a store), or nil. StartSubscriber applies it, and so does the startup
+// validation of zlink.Start (routemesh.Topology.Validate), so errors.Is
+// matches the same sentinel whichever way the subscriber was configured.
+func CheckSubscriberSource(automatic bool, endpoints []string, hasStore bool) error {
+	switch {
+	case automatic && len(endpoints) > 0:
+		return ErrSourceConflict
+	case !automatic && len(endpoints) == 0:
+		return ErrNoSource
+	case automatic && !hasStore:
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, ErrNeedsLocationStore)
+	}
+	return nil
+}
+
+// CheckChannel is the one definition of a valid fanout ChannelName:
+// non-empty, without '{' or '}'. It returns an error matching
+// ErrInvalidConfig, or nil. StartPublisher, StartSubscriber and the startup
+// validation of zlink.Start apply it.
+func CheckChannel(ch string) error {
 	if ch == "" || strings.ContainsAny(ch, "{}") {
 		return fmt.Errorf("%w: channel %q", ErrInvalidConfig, ch)
 	}

@@ -76,6 +76,12 @@
 // them, across incarnations) that report back by message or under a leaf
 // lock.
 //
+// The registration rules (CheckChannel, CheckSubscriberSource) are defined
+// here once: StartPublisher and StartSubscriber apply them, and so does the
+// startup validation of zlink.Start, so errors.Is matches the same
+// sentinel (ErrSourceConflict, ErrNoSource, ErrInvalidConfig,
+// ErrNeedsLocationStore) from both entry points.
+//
 // # What it must not touch
 //
 // fanout is independent of RouteMesh membership: it needs no MeshNode, never

@@ -1,6 +1,10 @@
 package fanout
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/zlink-go/zlink/internal/zerr"
+)
 
 var (
 	// ErrSourceConflict: a subscriber was configured both automatic and
@@ -12,6 +16,10 @@ var (
 	ErrInvalidConfig = errors.New("zlink: invalid fanout configuration")
 	// ErrReservedTopic: the topic starts with the reserved byte 0xFF.
 	ErrReservedTopic = errors.New("zlink: fanout topic is reserved")
+	// ErrNeedsLocationStore: an automatic subscriber has no Location Store.
+	// It comes wrapped together with ErrInvalidConfig. The same value is
+	// routemesh.ErrNeedsLocationStore and zlink.ErrNeedsLocationStore.
+	ErrNeedsLocationStore = zerr.ErrNeedsLocationStore
 	// ErrClosed: the publisher or subscriber was closed.
 	ErrClosed = errors.New("zlink: fanout closed")
 )

@@ -88,13 +88,14 @@ func TestSubscriberConfig_Validate(t *testing.T) {
 		cfg  SubscriberConfig
 		want error
 	}{
-		"automatic and manual": {SubscriberConfig{Channel: "c", Automatic: true, Store: store, Endpoints: []string{"tcp://127.0.0.1:1"}}, ErrSourceConflict},
-		"no source":            {SubscriberConfig{Channel: "c"}, ErrNoSource},
-		"automatic no store":   {SubscriberConfig{Channel: "c", Automatic: true}, ErrInvalidConfig},
-		"empty channel":        {SubscriberConfig{Endpoints: []string{"tcp://127.0.0.1:1"}}, ErrInvalidConfig},
-		"bad endpoint":         {SubscriberConfig{Channel: "c", Endpoints: []string{"udp://x:1"}}, ErrInvalidConfig},
-		"duplicate endpoint":   {SubscriberConfig{Channel: "c", Endpoints: []string{"tcp://127.0.0.1:1", "tcp://127.0.0.1:1"}}, ErrInvalidConfig},
-		"reserved topic":       {SubscriberConfig{Channel: "c", Endpoints: []string{"tcp://127.0.0.1:1"}, Topics: []string{"\xffx"}}, ErrReservedTopic},
+		"automatic and manual":                     {SubscriberConfig{Channel: "c", Automatic: true, Store: store, Endpoints: []string{"tcp://127.0.0.1:1"}}, ErrSourceConflict},
+		"no source":                                {SubscriberConfig{Channel: "c"}, ErrNoSource},
+		"automatic no store":                       {SubscriberConfig{Channel: "c", Automatic: true}, ErrNeedsLocationStore},
+		"automatic no store, still invalid config": {SubscriberConfig{Channel: "c", Automatic: true}, ErrInvalidConfig},
+		"empty channel":                            {SubscriberConfig{Endpoints: []string{"tcp://127.0.0.1:1"}}, ErrInvalidConfig},
+		"bad endpoint":                             {SubscriberConfig{Channel: "c", Endpoints: []string{"udp://x:1"}}, ErrInvalidConfig},
+		"duplicate endpoint":                       {SubscriberConfig{Channel: "c", Endpoints: []string{"tcp://127.0.0.1:1", "tcp://127.0.0.1:1"}}, ErrInvalidConfig},
+		"reserved topic":                           {SubscriberConfig{Channel: "c", Endpoints: []string{"tcp://127.0.0.1:1"}, Topics: []string{"\xffx"}}, ErrReservedTopic},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -106,6 +107,32 @@ func TestSubscriberConfig_Validate(t *testing.T) {
 				t.Fatalf("StartSubscriber: %v, want %v", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestCheckSubscriberSource is the rule table of the one source check that
+// StartSubscriber and zlink.Start's validation share.
+func TestCheckSubscriberSource(t *testing.T) {
+	eps := []string{"tcp://127.0.0.1:1"}
+	for _, tc := range []struct {
+		automatic bool
+		endpoints []string
+		hasStore  bool
+		want      error // nil: accepted
+	}{
+		{true, eps, true, ErrSourceConflict},
+		{true, eps, false, ErrSourceConflict},
+		{false, nil, true, ErrNoSource},
+		{false, nil, false, ErrNoSource},
+		{true, nil, false, ErrNeedsLocationStore},
+		{true, nil, true, nil},
+		{false, eps, false, nil},
+		{false, eps, true, nil},
+	} {
+		err := CheckSubscriberSource(tc.automatic, tc.endpoints, tc.hasStore)
+		if (tc.want == nil) != (err == nil) || (tc.want != nil && !errors.Is(err, tc.want)) {
+			t.Errorf("automatic=%v endpoints=%d store=%v: %v, want %v", tc.automatic, len(tc.endpoints), tc.hasStore, err, tc.want)
+		}
 	}
 }
 

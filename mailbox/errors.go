@@ -1,13 +1,16 @@
 package mailbox
 
 import (
-	"errors"
 	"strconv"
+
+	"github.com/zlink-go/zlink/internal/zerr"
 )
 
 // ErrMailboxFull is returned (inside a *FullError) when an owner's mailbox
 // refuses a message because its message budget or its byte budget is spent.
-var ErrMailboxFull = errors.New("zlink: mailbox full")
+// It is the same value as zlink.ErrMailboxFull and wire.ErrMailboxFull (the
+// value lives in internal/zerr so that every layer returns one error).
+var ErrMailboxFull = zerr.ErrMailboxFull
 
 // Budget names the budget that refused a message.
 type Budget uint8
@@ -45,4 +48,4 @@ func (e *FullError) Error() string {
 }
 
 // Is reports whether target is ErrMailboxFull.
-func (e *FullError) Is(target error) bool { return target == ErrMailboxFull }
+func (e *FullError) Is(target error) bool { return target == zerr.ErrMailboxFull }

@@ -3,29 +3,39 @@ package routemesh
 import (
 	"errors"
 	"strings"
+
+	"github.com/zlink-go/zlink/fanout"
+	"github.com/zlink-go/zlink/internal/zerr"
 )
 
 // Configuration errors. Every refusal at Start (or of a runtime weight change)
 // is a *ConfigError that matches ErrConfig and one of the specific sentinels
 // below with errors.Is.
 var (
-	ErrConfig               = errors.New("zlink: configuration error")
-	ErrDuplicateMesh        = errors.New("zlink: MeshName registered twice in this process")
-	ErrDuplicateChannel     = errors.New("zlink: ChannelName registered twice on one RouteMesh")
-	ErrTopologyConflict     = errors.New("zlink: ChannelName registered on two physical topologies")
-	ErrDuplicateRole        = errors.New("zlink: ClientServer (ChannelName, Role) registered twice")
-	ErrWeightRange          = errors.New("zlink: weight outside 0..10000")
-	ErrDirectOnObjectRole   = errors.New("zlink: Node-direct handler registered on an Object Client")
-	ErrRIDConflict          = errors.New("zlink: fixed RID and RID prefix both set")
-	ErrNeedsLocationStore   = errors.New("zlink: automatic topology needs an explicitly configured Location Store")
-	ErrFanoutSourceConflict = errors.New("zlink: fanout subscriber configured both automatic and manual")
-	ErrInvalid              = errors.New("zlink: invalid setting")
-	ErrUnknownChannel       = errors.New("zlink: no Server role for this ChannelName on this MeshNode")
+	ErrConfig             = errors.New("zlink: configuration error")
+	ErrDuplicateMesh      = errors.New("zlink: MeshName registered twice in this process")
+	ErrDuplicateChannel   = errors.New("zlink: ChannelName registered twice on one RouteMesh")
+	ErrTopologyConflict   = errors.New("zlink: ChannelName registered on two physical topologies")
+	ErrWeightRange        = errors.New("zlink: weight outside 0..10000")
+	ErrDirectOnObjectRole = errors.New("zlink: Node-direct handler registered on an Object Client")
+	ErrRIDConflict        = errors.New("zlink: fixed RID and RID prefix both set")
+	ErrInvalid            = errors.New("zlink: invalid setting")
+	ErrUnknownChannel     = errors.New("zlink: no Server role for this ChannelName on this MeshNode")
+)
+
+// Sentinels defined elsewhere, kept under their routemesh names.
+var (
+	// ErrNeedsLocationStore refuses an automatic topology without an
+	// explicitly configured Location Store. RouteMesh and fanout share it.
+	ErrNeedsLocationStore = zerr.ErrNeedsLocationStore
+	// ErrFanoutSourceConflict is fanout.ErrSourceConflict: the fanout rules
+	// live in fanout; Topology.Validate applies them.
+	ErrFanoutSourceConflict = fanout.ErrSourceConflict
 )
 
 // ErrNoChannelRole is returned when a node starts a call on a ChannelName it
-// registered no role for (reference 004 §4: a role is needed to start calls
-// on a channel; Node direct needs none).
+// registered no role for (a role is needed to start calls on a channel;
+// Node direct needs none).
 var ErrNoChannelRole = errors.New("zlink: no Client or Server role for this ChannelName")
 
 // ErrDrainTimeout is returned by Drain when submitted work did not finish

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/zlink-go/zlink/fanout"
 )
 
 // TopologyKind names a physical send path a ChannelName can be registered on.
@@ -15,8 +17,6 @@ type TopologyKind uint8
 const (
 	// TopologyRouteMesh is a RouteMesh channel.
 	TopologyRouteMesh TopologyKind = 1 + iota
-	// TopologyClientServer is a ClientServer registration.
-	TopologyClientServer
 	// TopologyFanout is a classic fanout (PUB/SUB) registration.
 	TopologyFanout
 )
@@ -26,21 +26,11 @@ func (k TopologyKind) String() string {
 	switch k {
 	case TopologyRouteMesh:
 		return "RouteMesh"
-	case TopologyClientServer:
-		return "ClientServer"
 	case TopologyFanout:
 		return "fanout"
 	default:
 		return "invalid"
 	}
-}
-
-// ClientServerReg is one ClientServer registration: key (Channel, Role). One
-// Client and one Server of the same name share one topology and one target
-// set; a duplicate role fails Start.
-type ClientServerReg struct {
-	Channel string
-	Role    Role
 }
 
 // FanoutReg is one classic fanout registration. A subscriber takes its
@@ -55,19 +45,17 @@ type FanoutReg struct {
 
 // Topology is every registration of one process, checked as a whole at Start.
 type Topology struct {
-	Meshes       []*Config
-	ClientServer []ClientServerReg
-	Fanouts      []FanoutReg
+	Meshes  []*Config
+	Fanouts []FanoutReg
 	// HasLocationStore is true when a Location Store was configured
 	// explicitly (Redis, or the in-memory store for one process).
 	HasLocationStore bool
 }
 
-// Validate applies every startup check of the topology contract (the
-// "registration and startup checks" contract items: one MeshNode per
-// MeshName, one physical send path per ChannelName, ClientServer roles,
-// weights, object roles, topology modes). It returns the first refusal as a
-// *ConfigError naming the mesh and channel.
+// Validate applies every registration and startup check: each MeshNode's
+// settings, one physical topology per ChannelName, and the fanout rules
+// (fanout.CheckChannel, fanout.CheckSubscriberSource). It returns the first
+// refusal as a *ConfigError naming the mesh and channel.
 func (t *Topology) Validate() error {
 	seenMesh := map[string]bool{}
 	// owner records the first physical topology of each ChannelName.
@@ -83,7 +71,7 @@ func (t *Topology) Validate() error {
 			return nil
 		}
 		if prev.kind == o.kind && prev.kind != TopologyRouteMesh && prev.mesh == o.mesh {
-			return nil // ClientServer and fanout keep their own duplicate rules
+			return nil // fanout keeps its own duplicate rules
 		}
 		detail := fmt.Sprintf("already registered on %s", prev.kind)
 		if prev.mesh != "" {
@@ -109,32 +97,33 @@ func (t *Topology) Validate() error {
 			}
 		}
 	}
-	csRoles := map[ClientServerReg]bool{}
-	for _, r := range t.ClientServer {
-		if r.Channel == "" || (r.Role != RoleClient && r.Role != RoleServer) {
-			return &ConfigError{Channel: r.Channel, Err: ErrInvalid, Detail: "ClientServer registration needs a name and a role"}
-		}
-		if csRoles[r] {
-			return &ConfigError{Channel: r.Channel, Err: ErrDuplicateRole, Detail: "role " + r.Role.String()}
-		}
-		csRoles[r] = true
-		if err := claim(r.Channel, owner{kind: TopologyClientServer}); err != nil {
-			return err
-		}
-	}
 	for _, f := range t.Fanouts {
-		if f.Channel == "" {
-			return &ConfigError{Err: ErrInvalid, Detail: "fanout registration needs a ChannelName"}
-		}
-		if !f.Publisher && f.Automatic && len(f.Endpoints) > 0 {
-			return &ConfigError{Channel: f.Channel, Err: ErrFanoutSourceConflict}
-		}
-		if f.Automatic && !t.HasLocationStore {
-			return &ConfigError{Channel: f.Channel, Err: ErrNeedsLocationStore, Detail: "automatic fanout"}
+		if err := f.validate(t.HasLocationStore); err != nil {
+			return err
 		}
 		if err := claim(f.Channel, owner{kind: TopologyFanout}); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// validate checks one fanout registration with fanout's own rules (the
+// same checks fanout.StartPublisher and fanout.StartSubscriber apply), so
+// errors.Is matches the same sentinel from both entry points.
+func (f FanoutReg) validate(hasStore bool) error {
+	if err := fanout.CheckChannel(f.Channel); err != nil {
+		return &ConfigError{Channel: f.Channel, Err: err, Detail: "fanout registration"}
+	}
+	if f.Publisher {
+		// A publisher is automatic exactly when it has a store.
+		if f.Automatic && !hasStore {
+			return &ConfigError{Channel: f.Channel, Err: ErrNeedsLocationStore, Detail: "automatic fanout publisher"}
+		}
+		return nil
+	}
+	if err := fanout.CheckSubscriberSource(f.Automatic, f.Endpoints, hasStore); err != nil {
+		return &ConfigError{Channel: f.Channel, Err: err, Detail: "fanout subscriber"}
 	}
 	return nil
 }

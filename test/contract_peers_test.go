@@ -106,12 +106,11 @@ func TestContract_Peers_ServerMembershipWithWeightZeroNeedsConnection(t *testing
 }
 
 func TestContract_Peers_ChannelClientRolesDoNotCreateNeed(t *testing.T) {
-	// Channel Client roles (and ClientServer / fanout registrations) do not
-	// count as Server membership: two Object Clients stay NotRequired.
+	// Channel Client roles (and fanout registrations) do not count as
+	// Server membership: two Object Clients stay NotRequired.
 	store := memStore(t)
 	ob := zlink.NewOptions().SetLocationStore(store)
 	ob.AddRouteMesh("game").SetRoutingID("b").SetObjectRole(routemesh.ObjectClient).Channel("match").Client()
-	ob.AddClientServer("login", routemesh.RoleServer)
 	b := startHost(t, ob).Mesh("game")
 	oa := zlink.NewOptions().SetLocationStore(store)
 	oa.AddRouteMesh("game").SetRoutingID("a").SetObjectRole(routemesh.ObjectClient).

@@ -53,12 +53,8 @@ func TestContract_Registration_ChannelOnTwoSendPathsFails(t *testing.T) {
 			o.AddRouteMesh("m1").Channel("match").Client()
 			o.AddRouteMesh("m2").Channel("match").Server()
 		},
-		"RouteMesh and ClientServer": func(o *zlink.Options) {
+		"RouteMesh Client and fanout publisher": func(o *zlink.Options) {
 			o.AddRouteMesh("m1").Channel("match").Client()
-			o.AddClientServer("match", routemesh.RoleServer)
-		},
-		"ClientServer and fanout": func(o *zlink.Options) {
-			o.AddClientServer("match", routemesh.RoleClient)
 			o.AddFanout(routemesh.FanoutReg{Channel: "match", Publisher: true})
 		},
 		"RouteMesh and fanout": func(o *zlink.Options) {
@@ -89,20 +85,9 @@ func TestContract_Registration_ChannelOnTwoSendPathsFails(t *testing.T) {
 	})
 }
 
-func TestContract_Registration_ClientServerOneClientOneServer(t *testing.T) {
+func TestContract_Registration_SameRoleTwiceOnARouteMeshFails(t *testing.T) {
+	// One role per ChannelName on a RouteMesh, the same role included.
 	o := zlink.NewOptions()
-	o.AddClientServer("login", routemesh.RoleClient)
-	o.AddClientServer("login", routemesh.RoleServer)
-	o.AddRouteMesh("game").Channel("match").Client()
-	if err := startErr(t, o); err != nil {
-		t.Fatalf("one Client and one Server of a ClientServer name must start: %v", err)
-	}
-	o = zlink.NewOptions()
-	o.AddClientServer("login", routemesh.RoleServer)
-	o.AddClientServer("login", routemesh.RoleServer)
-	wantConfigError(t, startErr(t, o), routemesh.ErrDuplicateRole, "", "login")
-	// The RouteMesh duplicate rule does not change (one role per name).
-	o = zlink.NewOptions()
 	m := o.AddRouteMesh("game")
 	m.Channel("match").Client()
 	m.Channel("match").Client()

@@ -1,7 +1,9 @@
 // Package wire owns the bytes between two ZLink nodes: the Frame that every
 // ZMQ message carries (handshake Hello/Welcome/Auth/Reject and Batch), the
 // Envelope a Batch carries many of, the numeric error codes that let a
-// caller rebuild the sender's sentinel error, the shared-secret Trust
+// caller rebuild the sender's sentinel error (the sentinels themselves live
+// in internal/zerr, shared with mailbox and actors; wire maps codes to them
+// and must not import actors or mailbox), the shared-secret Trust
 // profile used by the handshake, and the codec Registry that turns typed
 // packets (Packet[Req, Resp]) into msgpack payloads.
 //

@@ -5,42 +5,27 @@ import (
 	"errors"
 	"strconv"
 
-	"github.com/zlink-go/zlink/actors"
-	"github.com/zlink-go/zlink/mailbox"
+	"github.com/zlink-go/zlink/internal/zerr"
 )
 
-// Terminal request errors (SPEC §7). Each has a Code so the receiver of an
-// Error envelope rebuilds the same sentinel with ErrorOf.
+// Terminal request errors. Each has a Code so the receiver of an Error
+// envelope rebuilds the same sentinel with ErrorOf. The values live in
+// internal/zerr (so mailbox and actors need not import wire, nor wire them);
+// these names are aliases kept so existing call sites compile. New code
+// inside the module uses zerr directly; users match zlink.ErrX.
 var (
-	// ErrNoTarget: no positive-weight candidate, or the node-direct target is
-	// unknown or an Object Client.
-	ErrNoTarget = errors.New("zlink: no target")
-	// ErrBusy: admission refused (every candidate at capacity).
-	ErrBusy = errors.New("zlink: busy")
-	// ErrPeerLost: the connection to the chosen node was lost after submit;
-	// the outcome is unknown.
-	ErrPeerLost = errors.New("zlink: peer lost")
-	// ErrTooLarge: a message or frame exceeds the receiver's stated limit or
-	// the wire's representation limit.
-	ErrTooLarge = errors.New("zlink: too large")
-	// ErrHandler: the remote handler failed; the message is carried.
-	ErrHandler = errors.New("zlink: handler failed")
-	// ErrCancelled: the caller's context ended the call.
-	ErrCancelled = errors.New("zlink: cancelled")
-	// ErrShuttingDown: the node no longer admits new operations.
-	ErrShuttingDown = errors.New("zlink: shutting down")
-	// ErrProtocol: the peer sent bytes that do not follow the wire protocol.
-	ErrProtocol = errors.New("zlink: protocol error")
-	// ErrUnknownPacket: no handler or codec is registered for the packet name.
-	ErrUnknownPacket = errors.New("zlink: unknown packet")
-	// ErrBadPayload: a payload does not decode into the packet's Go type (or
-	// a value of the wrong type was handed to a codec).
-	ErrBadPayload = errors.New("zlink: bad payload")
-
-	// ErrTimeout is actors.ErrTimeout, re-exported so wire users need one import.
-	ErrTimeout = actors.ErrTimeout
-	// ErrMailboxFull is mailbox.ErrMailboxFull, re-exported.
-	ErrMailboxFull = mailbox.ErrMailboxFull
+	ErrNoTarget      = zerr.ErrNoTarget
+	ErrTimeout       = zerr.ErrTimeout
+	ErrMailboxFull   = zerr.ErrMailboxFull
+	ErrBusy          = zerr.ErrBusy
+	ErrPeerLost      = zerr.ErrPeerLost
+	ErrTooLarge      = zerr.ErrTooLarge
+	ErrHandler       = zerr.ErrHandler
+	ErrCancelled     = zerr.ErrCancelled
+	ErrShuttingDown  = zerr.ErrShuttingDown
+	ErrProtocol      = zerr.ErrProtocol
+	ErrUnknownPacket = zerr.ErrUnknownPacket
+	ErrBadPayload    = zerr.ErrBadPayload
 )
 
 // Non-terminal wire errors.
@@ -104,29 +89,29 @@ func (c Code) String() string {
 func (c Code) Sentinel() error {
 	switch c {
 	case CodeNoTarget:
-		return ErrNoTarget
+		return zerr.ErrNoTarget
 	case CodeTimeout:
-		return ErrTimeout
+		return zerr.ErrTimeout
 	case CodeMailboxFull:
-		return ErrMailboxFull
+		return zerr.ErrMailboxFull
 	case CodeBusy:
-		return ErrBusy
+		return zerr.ErrBusy
 	case CodePeerLost:
-		return ErrPeerLost
+		return zerr.ErrPeerLost
 	case CodeTooLarge:
-		return ErrTooLarge
+		return zerr.ErrTooLarge
 	case CodeCancelled:
-		return ErrCancelled
+		return zerr.ErrCancelled
 	case CodeShuttingDown:
-		return ErrShuttingDown
+		return zerr.ErrShuttingDown
 	case CodeProtocol:
-		return ErrProtocol
+		return zerr.ErrProtocol
 	case CodeUnknownPacket:
-		return ErrUnknownPacket
+		return zerr.ErrUnknownPacket
 	case CodeBadPayload:
-		return ErrBadPayload
+		return zerr.ErrBadPayload
 	default:
-		return ErrHandler
+		return zerr.ErrHandler
 	}
 }
 
@@ -198,7 +183,7 @@ func (e *DecodeError) Error() string {
 }
 
 // Is reports whether target is ErrProtocol.
-func (e *DecodeError) Is(target error) bool { return target == ErrProtocol }
+func (e *DecodeError) Is(target error) bool { return target == zerr.ErrProtocol }
 
 // VersionError reports a frame from a protocol version or with a frame type
 // this build does not speak. It matches both ErrProtocol and ErrVersion.
@@ -215,7 +200,9 @@ func (e *VersionError) Error() string {
 }
 
 // Is reports whether target is ErrProtocol or ErrVersion.
-func (e *VersionError) Is(target error) bool { return target == ErrProtocol || target == ErrVersion }
+func (e *VersionError) Is(target error) bool {
+	return target == zerr.ErrProtocol || target == ErrVersion
+}
 
 // TooLargeError reports a size over a limit. It matches ErrTooLarge.
 type TooLargeError struct {
@@ -228,7 +215,7 @@ func (e *TooLargeError) Error() string {
 }
 
 // Is reports whether target is ErrTooLarge.
-func (e *TooLargeError) Is(target error) bool { return target == ErrTooLarge }
+func (e *TooLargeError) Is(target error) bool { return target == zerr.ErrTooLarge }
 
 // CheckLimit returns a *TooLargeError when size exceeds limit (a peer's
 // Identity.RecvLimit) or the wire's MaxFrameSize; a limit of 0 means only

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/zlink-go/zlink/actors"
+	"github.com/zlink-go/zlink/internal/zerr"
 	"github.com/zlink-go/zlink/mailbox"
 )
 
@@ -70,9 +70,26 @@ func TestCode_ErrorOfAndCodeOf(t *testing.T) {
 	}
 }
 
-func TestCode_ImportedSentinels(t *testing.T) {
-	if ErrTimeout != actors.ErrTimeout || ErrMailboxFull != mailbox.ErrMailboxFull {
-		t.Fatal("re-exported sentinels are not the originals")
+func TestCode_SentinelsAreTheLeafValues(t *testing.T) {
+	aliases := map[Code]error{
+		CodeNoTarget: ErrNoTarget, CodeTimeout: ErrTimeout, CodeMailboxFull: ErrMailboxFull,
+		CodeBusy: ErrBusy, CodePeerLost: ErrPeerLost, CodeTooLarge: ErrTooLarge,
+		CodeHandler: ErrHandler, CodeCancelled: ErrCancelled, CodeShuttingDown: ErrShuttingDown,
+		CodeProtocol: ErrProtocol, CodeUnknownPacket: ErrUnknownPacket, CodeBadPayload: ErrBadPayload,
+	}
+	leaf := map[Code]error{
+		CodeNoTarget: zerr.ErrNoTarget, CodeTimeout: zerr.ErrTimeout, CodeMailboxFull: zerr.ErrMailboxFull,
+		CodeBusy: zerr.ErrBusy, CodePeerLost: zerr.ErrPeerLost, CodeTooLarge: zerr.ErrTooLarge,
+		CodeHandler: zerr.ErrHandler, CodeCancelled: zerr.ErrCancelled, CodeShuttingDown: zerr.ErrShuttingDown,
+		CodeProtocol: zerr.ErrProtocol, CodeUnknownPacket: zerr.ErrUnknownPacket, CodeBadPayload: zerr.ErrBadPayload,
+	}
+	if len(leaf) != int(codeEnd-1) {
+		t.Fatalf("%d codes, %d sentinels listed here", codeEnd-1, len(leaf))
+	}
+	for c, want := range leaf {
+		if aliases[c] != want || c.Sentinel() != want {
+			t.Errorf("%v: alias %v, Sentinel() %v, want the leaf value %v", c, aliases[c], c.Sentinel(), want)
+		}
 	}
 	full := &mailbox.FullError{Budget: mailbox.BudgetBytes, Current: 10, Max: 8}
 	if CodeOf(fmt.Errorf("tell: %w", full)) != CodeMailboxFull {
@@ -81,8 +98,8 @@ func TestCode_ImportedSentinels(t *testing.T) {
 	if !errors.Is(ErrorOf(CodeMailboxFull, full.Error()), mailbox.ErrMailboxFull) {
 		t.Fatal("caller cannot match mailbox.ErrMailboxFull")
 	}
-	if !errors.Is(ErrorOf(CodeTimeout, ""), actors.ErrTimeout) {
-		t.Fatal("caller cannot match actors.ErrTimeout")
+	if !errors.Is(ErrorOf(CodeTimeout, ""), zerr.ErrTimeout) {
+		t.Fatal("caller cannot match the timeout sentinel")
 	}
 }
 

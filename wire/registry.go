@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/zlink-go/zlink/internal/zerr"
 )
 
 // Packet is a typed packet name: the request type Req, answered by Resp.
@@ -69,7 +71,7 @@ func (pi PacketInfo) EncodeReply(v any) ([]byte, error) { return pi.encodeAs(pi.
 
 func (pi PacketInfo) encodeAs(t reflect.Type, v any) ([]byte, error) {
 	if reflect.TypeOf(v) != t {
-		return nil, fmt.Errorf("%w: packet %q wants %v, got %T", ErrBadPayload, pi.Name, t, v)
+		return nil, fmt.Errorf("%w: packet %q wants %v, got %T", zerr.ErrBadPayload, pi.Name, t, v)
 	}
 	return encodePayload(v)
 }
@@ -92,7 +94,7 @@ func NewRegistry() *Registry {
 // name fails with ErrUnknownPacket.
 func Register[Req, Resp any](r *Registry, p Packet[Req, Resp]) error {
 	if p.name == "" {
-		return fmt.Errorf("%w: empty packet name", ErrUnknownPacket)
+		return fmt.Errorf("%w: empty packet name", zerr.ErrUnknownPacket)
 	}
 	info := PacketInfo{
 		Name:    p.name,
@@ -148,7 +150,7 @@ func ValidatePayload(b []byte) error {
 		r.fail("payload: trailing bytes")
 	}
 	if r.err != nil {
-		return fmt.Errorf("%w: %w", ErrBadPayload, r.err)
+		return fmt.Errorf("%w: %w", zerr.ErrBadPayload, r.err)
 	}
 	return nil
 }
@@ -175,10 +177,10 @@ func decodePayload(b []byte, v any) error {
 	d.dec.Reset(&d.rd)
 	d.dec.DisallowUnknownFields(true)
 	if err := d.dec.Decode(v); err != nil {
-		return fmt.Errorf("%w: %w", ErrBadPayload, err)
+		return fmt.Errorf("%w: %w", zerr.ErrBadPayload, err)
 	}
 	if d.rd.Len() != 0 {
-		return fmt.Errorf("%w: trailing bytes", ErrBadPayload)
+		return fmt.Errorf("%w: trailing bytes", zerr.ErrBadPayload)
 	}
 	return nil
 }
@@ -206,7 +208,7 @@ func encodePayload(v any) ([]byte, error) {
 		encoderPool.Put(e)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadPayload, err)
+		return nil, fmt.Errorf("%w: %w", zerr.ErrBadPayload, err)
 	}
 	return out, nil
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/zlink-go/zlink/internal/benchrun"
+	"github.com/zlink-go/zlink/cmd/node/internal/benchrun"
 )
 
 func newBenchCmd() *cobra.Command {

@@ -1,9 +1,3 @@
-// Package benchrun holds the side-by-side benchmarks that `zlink-node bench`
-// and `make bench` print: each compares a ZLink path with the baseline an
-// issue names, in the same run, on the same machine.
-//
-// It owns no runtime behaviour; it drives the public APIs of actors/,
-// routemesh/ and location/ and raw baselines (protoactor-go, zmq4).
 package benchrun
 
 import (

@@ -22,7 +22,7 @@ var (
 // TestPrintBenches is how docs/benchmarks.md numbers are produced until the
 // CLI exists:
 //
-//	go test -run TestPrintBenches -v ./internal/benchrun -args -benchrun.print
+//	go test -run TestPrintBenches -v ./cmd/node/internal/benchrun -args -benchrun.print
 func TestPrintBenches(t *testing.T) {
 	if !*printBenches {
 		t.Skip("prints benchmark numbers only when asked: -args -benchrun.print [-benchrun.quick] [-benchrun.names=mesh]")
@@ -215,4 +215,24 @@ func benchPipelined(b *testing.B, run func(next func() bool) (int, error)) {
 		b.Fatalf("completed %d of %d messages", r.n, sent)
 	}
 	b.ReportMetric(float64(r.n)/el.Seconds(), "msgs/s")
+}
+
+// TestCompareLocal runs the local comparison small: both sides must have
+// counted and answered every message and produced a rate.
+func TestCompareLocal(t *testing.T) {
+	r, err := CompareLocal(2000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.N != 2000 || r.ZlinkTell.MsgsPerSec <= 0 || r.ProtoTell.MsgsPerSec <= 0 || r.ZlinkRequest.MsgsPerSec <= 0 ||
+		r.ProtoRequest.MsgsPerSec <= 0 || r.TellRatio <= 0 || r.RequestRatio <= 0 {
+		t.Fatalf("result %+v", r)
+	}
+	t.Log(r)
+}
+
+func TestCompareLocal_RefusesNonPositive(t *testing.T) {
+	if _, err := CompareLocal(0); err == nil {
+		t.Fatal("CompareLocal(0) did not fail")
+	}
 }

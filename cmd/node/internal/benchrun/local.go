@@ -1,16 +1,51 @@
-package actors
+package benchrun
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"runtime"
+	"sort"
 	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
+
+	"github.com/zlink-go/zlink/actors"
 )
+
+func init() {
+	register(Bench{
+		Name:  "local",
+		About: "local tell and request through actors/ (bounded mailbox) vs raw protoactor-go (default mailbox)",
+		Run: func(ctx context.Context, w io.Writer, quick bool) error {
+			n := 1_000_000
+			if quick {
+				n = 100_000
+			}
+			// Three rounds, median reported: protoactor's own speed swings
+			// between runs on a 2-core machine; both sides get the same
+			// treatment in every round.
+			rs := make([]LocalResult, 0, 3)
+			for range 3 {
+				r, err := CompareLocal(n)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(w, r.String())
+				rs = append(rs, r)
+			}
+			sort.Slice(rs, func(i, j int) bool { return rs[i].TellRatio < rs[j].TellRatio })
+			med := rs[1]
+			fmt.Fprintf(w, "ratio (median of 3) tell=%.2fx request=%.2fx extra_allocs_per_msg=%.2f (goal: >= 0.80x, <= 1 extra alloc)\n",
+				med.TellRatio, med.RequestRatio, med.TellExtraAlloc)
+			return nil
+		},
+	})
+}
 
 // Rate is one measured workload.
 type Rate struct {
@@ -18,9 +53,9 @@ type Rate struct {
 	AllocsPerMsg float64 // heap allocations per message, whole process
 }
 
-// BenchResult compares the facade (bounded mailbox + admission) with raw
-// protoactor-go (default unbounded mailbox) on one local actor.
-type BenchResult struct {
+// LocalResult compares the actors/ facade (bounded mailbox + admission)
+// with raw protoactor-go (default unbounded mailbox) on one local actor.
+type LocalResult struct {
 	N              int
 	ZlinkTell      Rate
 	ProtoTell      Rate
@@ -32,22 +67,22 @@ type BenchResult struct {
 }
 
 // String is the one-line summary `make bench` prints.
-func (r BenchResult) String() string {
+func (r LocalResult) String() string {
 	return fmt.Sprintf("local n=%d tell: zlink %.0f msgs/s %.2f allocs/msg, protoactor %.0f msgs/s %.2f allocs/msg, ratio %.2fx; "+
 		"request: zlink %.0f/s %.2f allocs, protoactor %.0f/s %.2f allocs, ratio %.2fx",
 		r.N, r.ZlinkTell.MsgsPerSec, r.ZlinkTell.AllocsPerMsg, r.ProtoTell.MsgsPerSec, r.ProtoTell.AllocsPerMsg, r.TellRatio,
 		r.ZlinkRequest.MsgsPerSec, r.ZlinkRequest.AllocsPerMsg, r.ProtoRequest.MsgsPerSec, r.ProtoRequest.AllocsPerMsg, r.RequestRatio)
 }
 
-// BenchMsg is the message the comparison sends (a shared pointer, so the
+// benchMsg is the message the comparison sends (a shared pointer, so the
 // message itself never allocates).
-type BenchMsg struct{}
+type benchMsg struct{}
 
-// countActor counts BenchMsg and answers requests with the same pointer.
+// countActor counts benchMsg and answers requests with the same pointer.
 type countActor struct{ n *atomic.Int64 }
 
 func (a countActor) Receive(c actor.Context) {
-	if m, ok := c.Message().(*BenchMsg); ok {
+	if m, ok := c.Message().(*benchMsg); ok {
 		a.n.Add(1)
 		if c.Sender() != nil {
 			c.Respond(m)
@@ -55,14 +90,14 @@ func (a countActor) Receive(c actor.Context) {
 	}
 }
 
-// CompareLocal runs n tells and n requests through both implementations and
-// returns their rates and allocations per message. It takes a few seconds
-// for n around 1e6; it is meant for `zlink-node bench`, not for tests.
-func CompareLocal(n int) (BenchResult, error) {
+// CompareLocal runs n tells and n/10 requests through both implementations
+// and returns their rates and allocations per message. It takes a few
+// seconds for n around 1e6.
+func CompareLocal(n int) (LocalResult, error) {
 	if n <= 0 {
-		return BenchResult{}, errors.New("zlink: bench: n must be positive")
+		return LocalResult{}, errors.New("zlink: bench: n must be positive")
 	}
-	res := BenchResult{N: n}
+	res := LocalResult{N: n}
 	var err error
 	if res.ProtoTell, err = protoTell(n); err != nil {
 		return res, err
@@ -100,6 +135,8 @@ func measure(n int, run func() error) (Rate, error) {
 	}, nil
 }
 
+// waitCount spins until the actor has counted n messages (the producer
+// side of a throughput run; a channel per message would be measured too).
 func waitCount(c *atomic.Int64, n int64) error {
 	deadline := time.Now().Add(time.Minute)
 	for i := 0; c.Load() < n; i++ {
@@ -111,46 +148,55 @@ func waitCount(c *atomic.Int64, n int64) error {
 	return nil
 }
 
-func benchSystem() *System {
-	cfg := DefaultConfig()
+// zlinkSystem is the facade side: an actors.System with logging off.
+func zlinkSystem() *actors.System {
+	cfg := actors.DefaultConfig()
 	cfg.Logger = zerolog.Nop()
-	return NewSystem(cfg)
+	return actors.NewSystem(cfg)
 }
 
-func shutdown(s *System) {
+func shutdownZlink(s *actors.System) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = s.Shutdown(ctx)
 }
 
+// protoSystem is the raw baseline: a protoactor ActorSystem of its own,
+// with its default mailbox and logging discarded.
+func protoSystem() *actor.ActorSystem {
+	return actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(slog.DiscardHandler)
+	}))
+}
+
 func protoTell(n int) (Rate, error) {
-	s := benchSystem()
-	defer shutdown(s)
+	as := protoSystem()
+	defer as.Shutdown()
 	count := &atomic.Int64{}
-	pid, err := s.as.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return countActor{count} }), "bench-proto")
+	pid, err := as.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return countActor{count} }), "bench-proto")
 	if err != nil {
 		return Rate{}, err
 	}
-	defer s.as.Root.Stop(pid)
-	msg := &BenchMsg{}
+	defer as.Root.Stop(pid)
+	msg := &benchMsg{}
 	return measure(n, func() error {
 		for range n {
-			s.as.Root.Send(pid, msg)
+			as.Root.Send(pid, msg)
 		}
 		return waitCount(count, int64(n))
 	})
 }
 
 func zlinkTell(n int) (Rate, error) {
-	s := benchSystem()
-	defer shutdown(s)
+	s := zlinkSystem()
+	defer shutdownZlink(s)
 	count := &atomic.Int64{}
-	ref, err := s.Spawn(Spec{Name: "bench-zlink", MaxMessages: int64(n), MaxBytes: 1 << 30,
+	ref, err := s.Spawn(actors.Spec{Name: "bench-zlink", MaxMessages: int64(n), MaxBytes: 1 << 30,
 		Producer: func() actor.Actor { return countActor{count} }})
 	if err != nil {
 		return Rate{}, err
 	}
-	msg := &BenchMsg{}
+	msg := &benchMsg{}
 	return measure(n, func() error {
 		for range n {
 			if err := ref.Tell(msg); err != nil {
@@ -162,18 +208,18 @@ func zlinkTell(n int) (Rate, error) {
 }
 
 func protoRequest(n int) (Rate, error) {
-	s := benchSystem()
-	defer shutdown(s)
+	as := protoSystem()
+	defer as.Shutdown()
 	count := &atomic.Int64{}
-	pid, err := s.as.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return countActor{count} }), "bench-proto")
+	pid, err := as.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return countActor{count} }), "bench-proto")
 	if err != nil {
 		return Rate{}, err
 	}
-	defer s.as.Root.Stop(pid)
-	msg := &BenchMsg{}
+	defer as.Root.Stop(pid)
+	msg := &benchMsg{}
 	return measure(n, func() error {
 		for range n {
-			if _, err := s.as.Root.RequestFuture(pid, msg, 10*time.Second).Result(); err != nil {
+			if _, err := as.Root.RequestFuture(pid, msg, 10*time.Second).Result(); err != nil {
 				return err
 			}
 		}
@@ -182,15 +228,15 @@ func protoRequest(n int) (Rate, error) {
 }
 
 func zlinkRequest(n int) (Rate, error) {
-	s := benchSystem()
-	defer shutdown(s)
+	s := zlinkSystem()
+	defer shutdownZlink(s)
 	count := &atomic.Int64{}
-	ref, err := s.Spawn(Spec{Name: "bench-zlink", MaxMessages: 1024, MaxBytes: 1 << 30,
+	ref, err := s.Spawn(actors.Spec{Name: "bench-zlink", MaxMessages: 1024, MaxBytes: 1 << 30,
 		Producer: func() actor.Actor { return countActor{count} }})
 	if err != nil {
 		return Rate{}, err
 	}
-	msg := &BenchMsg{}
+	msg := &benchMsg{}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	return measure(n, func() error {
