@@ -1,4 +1,4 @@
-// Package location is the Location Store (SPEC §10): where MeshNode
+// Package location is the Location Store: where MeshNode
 // descriptors, classic fanout publisher descriptors and Spot ownership
 // records live.
 //

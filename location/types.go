@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// ObjectRole is a MeshNode's role for Spots (SPEC §3). The zero value is
+// ObjectRole is a MeshNode's role for Spots. The zero value is
 // invalid.
 type ObjectRole uint8
 
@@ -36,7 +36,7 @@ func (r ObjectRole) String() string {
 // Valid reports whether r is one of the defined roles.
 func (r ObjectRole) Valid() bool { return r >= RoleNone && r <= RoleServer }
 
-// Descriptor is a MeshNode descriptor (SPEC §2), written by its owner after
+// Descriptor is a MeshNode descriptor, written by its owner after
 // the ROUTER has bound and kept alive by renewing its TTL lease.
 type Descriptor struct {
 	Mesh string // MeshName; must not contain '{' or '}'
@@ -86,7 +86,7 @@ func (d Descriptor) validate() error {
 	return nil
 }
 
-// Publisher is a classic fanout publisher descriptor (SPEC §12). It lives in
+// Publisher is a classic fanout publisher descriptor. It lives in
 // its own namespace keyed by fanout ChannelName and never mixes with MeshNode
 // descriptors.
 type Publisher struct {
@@ -112,7 +112,7 @@ func (p Publisher) validate() error {
 	return nil
 }
 
-// Ownership is a Spot ownership record (SPEC §11). It is valid only while
+// Ownership is a Spot ownership record. It is valid only while
 // the owner's descriptor (same Mesh, OwnerRID and OwnerGeneration) lives.
 // Epoch is the fencing token: it increases on every change of owner and
 // never goes back, also across Release.

@@ -156,7 +156,7 @@ func quotaHeadroom(r *actors.Ref) uint32 {
 	return uint32(max(free, 0))
 }
 
-// ---- select-one --------------------------------------------------------
+// ---- candidates ---------------------------------------------------------
 
 func (n *Node) channelFor(v *view, channel string) (*channelOwner, error) {
 	if err := v.refusal(n); err != nil {

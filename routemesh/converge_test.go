@@ -10,7 +10,7 @@ import (
 
 // A weight update whose push was lost still reaches the peers: every
 // heartbeat carries the revision and the Server set, and a larger revision
-// of the same generation is applied (SPEC §5, without a Location Store).
+// of the same generation is applied (without a Location Store).
 func TestWeights_LostPushConvergesThroughHeartbeats(t *testing.T) {
 	start := func(rid string, peer string) *Node {
 		b := NewMeshBuilder("m").Listen("tcp://127.0.0.1:0").SetRoutingID(rid).

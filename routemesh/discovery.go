@@ -36,7 +36,7 @@ type (
 	}
 )
 
-// discoveryActor is the reconfiguration actor of one MeshNode (SPEC §10):
+// discoveryActor is the reconfiguration actor of one MeshNode:
 // it learns descriptors from the Location Store (Watch hints plus a re-list
 // every DiscoveryPoll), computes what the mesh should look like and hands
 // the mesh actor one change at a time, waiting for each to be applied. It

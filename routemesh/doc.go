@@ -1,24 +1,33 @@
 // Package routemesh is the RouteMesh runtime: one MeshNode per MeshName per
-// process (SPEC §2–9). It owns the node's ROUTER socket, the mesh actor
-// (handshakes through the pure internal/handshake and internal/admission
-// machines, pipes, manual
-// and automatic connection intents, the ready-link table), one peer actor
-// per ready connection (liveness through internal/liveness, control
-// envelopes), channel owners and weighted selection (internal/selection),
-// drain and shutdown.
+// process, its connections, channels, Node-direct calls, weights, drain
+// and shutdown.
 //
-// With a Location Store (Deps.Store) the node also owns its descriptor
-// lease (descriptor.go: published after bind, renewed every TTL/3,
-// republished on every revision change, deleted on Stop) and, for
-// automatic nodes, the discovery actor (discovery.go), the node's single
-// reconfiguration actor: it applies topology changes to the mesh actor one
-// at a time. Manual nodes with a store publish their descriptor too (Spots
-// and descriptor-based manual endpoints look it up); a manual node with an
-// object role and manual endpoints runs discovery only to match its
+// Actor tree of a node (every one supervised; see docs/architecture.md for
+// how each rebuilds after a restart):
+//
+//	mesh:<MeshName>      the node's view (state, revision, weights, links,
+//	                     owners), handshakes through the pure
+//	                     internal/handshake and internal/admission machines,
+//	                     pipes, manual and automatic connection intents
+//	├── listener         owns the read loop of the node's ROUTER
+//	├── lease            owns the descriptor lease loop (with a store)
+//	├── discovery        the single reconfiguration actor (with a store)
+//	├── direct           Node-direct handler owner (bounded mailbox)
+//	├── channels         spawns one channel:<name> owner per Server channel
+//	└── peer:<RID>#<n>   one per ready connection: internal/liveness,
+//	    └── writer       control envelopes; the writer stands for the
+//	                     pipe's writer loop
+//
+// Callers never go through the mesh actor: they read the node's view and
+// the channel target table (internal/selection) lock-free, submit to a
+// pipe's bounded writer or to an owner's bounded mailbox, and wait in the
+// call table for exactly one terminal result.
+//
+// With a Location Store (Deps.Store) the node publishes its descriptor
+// under a TTL lease (after bind, renewed every TTL/3, republished on every
+// revision change, deleted on Stop); automatic nodes find their peers
+// through it, and manual nodes with an object role match their manual
 // endpoints with descriptors.
-//
-// Actor tree of a node: mesh:<MeshName> → peers (peer:<RID>#n), direct,
-// channel:<name>…, discovery.
 //
 // It must not touch another package's state: the Location Store is used
 // through the location.Store interface only, the wire format is wire/'s,

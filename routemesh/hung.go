@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Hung-handler detection (SPEC §13, after the CUBRID broker's hang check):
+// Hung-handler detection (after the CUBRID broker's hang check):
 // a handler still running past its caller's deadline is "hung". Each owner
 // counts its own, the tree shows the count on the owner, and when the node
 // holds HungThreshold or more hung handlers it stops admitting new work

@@ -2,7 +2,6 @@ package routemesh
 
 import (
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -358,61 +357,6 @@ func (n *Node) heartbeat(seq uint64) wire.Envelope {
 		Servers: v.weights, Headroom: n.headroom(v), Draining: v.state == NodeDraining, Seq: seq}
 }
 
-// ---- status and stop ---------------------------------------------------
-
-func (m *meshActor) status() Status {
-	st := m.n.baseStatus()
-	seen := map[string]bool{}
-	for _, l := range m.n.load().links {
-		ps := PeerStatus{RID: l.rid, State: PeerReady, Outbound: l.p.outbound, Pipe: l.p.id, Since: l.p.started,
-			Descriptor: m.descBacked(l.rid)}
-		if l.draining.Load() {
-			ps.State = PeerDraining
-		}
-		if l.p.intent != nil {
-			ps.Endpoint = l.p.intent.cfg.Endpoint
-		} else {
-			ps.Endpoint = l.p.remote.Endpoint
-		}
-		seen[l.rid] = true
-		st.Peers = append(st.Peers, ps)
-	}
-	for _, in := range m.intents {
-		if in.rid != "" && seen[in.rid] {
-			continue
-		}
-		rid := in.rid
-		if rid == "" {
-			rid = in.cfg.ExpectRID
-		}
-		state := in.state
-		if state == PeerReady { // link gone, redial pending
-			state = PeerNotConnected
-		}
-		st.Peers = append(st.Peers, PeerStatus{RID: rid, State: state, Endpoint: in.cfg.Endpoint,
-			Outbound: true, LastError: errString(in.lastErr), Since: in.since, Descriptor: in.desc})
-	}
-	for rid, ap := range m.auto {
-		if seen[rid] {
-			continue
-		}
-		ps := PeerStatus{RID: rid, Endpoint: ap.endpoint, Since: ap.since, Descriptor: true}
-		switch {
-		case ap.kind == wantExcluded:
-			ps.State = PeerNotRequired
-		case time.Since(ap.since) < m.n.cfg.InboundGrace:
-			// The peer has the smaller RID and dials us; within the grace
-			// period this is an ordinary connection in progress.
-			ps.State = PeerConnecting
-		default:
-			ps.State = PeerNotConnected
-			ps.LastError = "no inbound connection: the peer has the smaller RID and must dial this node"
-		}
-		st.Peers = append(st.Peers, ps)
-	}
-	sort.Slice(st.Peers, func(i, j int) bool { return st.Peers[i].RID < st.Peers[j].RID })
-	return st
-}
 
 // nopActor is a pure supervisor node in the tree.
 type nopActor struct{}

@@ -1,6 +1,9 @@
 package routemesh
 
-import "time"
+import (
+	"sort"
+	"time"
+)
 
 // NodeState is a MeshNode's lifecycle state.
 type NodeState uint32
@@ -46,7 +49,7 @@ func (s NodeState) String() string {
 // MarshalText encodes the state as its name.
 func (s NodeState) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
-// PeerState is how monitoring shows one peer (SPEC §9).
+// PeerState is how monitoring shows one peer.
 type PeerState uint8
 
 const (
@@ -155,4 +158,58 @@ func (s Status) CountPeers(st PeerState) int {
 		}
 	}
 	return n
+}
+
+func (m *meshActor) status() Status {
+	st := m.n.baseStatus()
+	seen := map[string]bool{}
+	for _, l := range m.n.load().links {
+		ps := PeerStatus{RID: l.rid, State: PeerReady, Outbound: l.p.outbound, Pipe: l.p.id, Since: l.p.started,
+			Descriptor: m.descBacked(l.rid)}
+		if l.draining.Load() {
+			ps.State = PeerDraining
+		}
+		if l.p.intent != nil {
+			ps.Endpoint = l.p.intent.cfg.Endpoint
+		} else {
+			ps.Endpoint = l.p.remote.Endpoint
+		}
+		seen[l.rid] = true
+		st.Peers = append(st.Peers, ps)
+	}
+	for _, in := range m.intents {
+		if in.rid != "" && seen[in.rid] {
+			continue
+		}
+		rid := in.rid
+		if rid == "" {
+			rid = in.cfg.ExpectRID
+		}
+		state := in.state
+		if state == PeerReady { // link gone, redial pending
+			state = PeerNotConnected
+		}
+		st.Peers = append(st.Peers, PeerStatus{RID: rid, State: state, Endpoint: in.cfg.Endpoint,
+			Outbound: true, LastError: errString(in.lastErr), Since: in.since, Descriptor: in.desc})
+	}
+	for rid, ap := range m.auto {
+		if seen[rid] {
+			continue
+		}
+		ps := PeerStatus{RID: rid, Endpoint: ap.endpoint, Since: ap.since, Descriptor: true}
+		switch {
+		case ap.kind == wantExcluded:
+			ps.State = PeerNotRequired
+		case time.Since(ap.since) < m.n.cfg.InboundGrace:
+			// The peer has the smaller RID and dials us; within the grace
+			// period this is an ordinary connection in progress.
+			ps.State = PeerConnecting
+		default:
+			ps.State = PeerNotConnected
+			ps.LastError = "no inbound connection: the peer has the smaller RID and must dial this node"
+		}
+		st.Peers = append(st.Peers, ps)
+	}
+	sort.Slice(st.Peers, func(i, j int) bool { return st.Peers[i].RID < st.Peers[j].RID })
+	return st
 }

@@ -1,5 +1,5 @@
 // Package spot will own Spots: virtual actors addressed by (kind, ID) and
-// never by node (SPEC §11). A caller sends to or requests a Spot; the mesh
+// never by node. A caller sends to or requests a Spot; the mesh
 // places it on one ready, non-draining Object Server, activates it on first
 // call, keeps a single activation through the ownership record in the
 // Location Store, and relocates it on drain or explicit move.

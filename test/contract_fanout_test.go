@@ -1,6 +1,6 @@
 package test
 
-// Contract tests for classic fanout: reference 004 §12 and the fanout lines
+// Contract tests for classic fanout: the classic fanout contract and the fanout lines
 // of §13 "검증 요구", driven through the public fanout API, the Location
 // Store and zlink.Start only.
 

@@ -1,6 +1,6 @@
 package test
 
-// Terminal results of Node-direct calls (SPEC §7, §8): every Request ends
+// Terminal results of Node-direct calls: every Request ends
 // with exactly one result, matchable with errors.Is, and promptly — never at
 // some long default timeout.
 

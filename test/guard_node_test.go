@@ -1,6 +1,6 @@
 package test
 
-// The four zmq4 hazards of ZMQ4-NOTES, checked against a whole MeshNode:
+// The four zmq4 hazards (measured; see internal/zguard), checked against a whole MeshNode:
 // none of them may hurt the node or its other peers.
 
 import (

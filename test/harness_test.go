@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 	}))...)
 }
 
-// leakOptions ignores goroutines that zmq4 itself leaks (ZMQ4-NOTES: a
+// leakOptions ignores goroutines that zmq4 itself leaks (measured: a
 // reader per connection closed with unread messages, the PUB/connection
 // reapers) and protoactor's process-wide background workers.
 func leakOptions() []goleak.Option {
@@ -31,7 +31,7 @@ func leakOptions() []goleak.Option {
 		goleak.IgnoreAnyFunction("github.com/go-zeromq/zmq4.(*routerQReader).listen"),
 		goleak.IgnoreAnyFunction("github.com/go-zeromq/zmq4.(*qreader).listen"),
 		goleak.IgnoreAnyFunction("github.com/go-zeromq/zmq4.(*socket).connReaper"),
-		// zmq4 never stops a PUB socket's writer (ZMQ4-NOTES).
+		// zmq4 never stops a PUB socket's writer (measured).
 		goleak.IgnoreAnyFunction("github.com/go-zeromq/zmq4.(*pubMWriter).run"),
 		goleak.IgnoreAnyFunction("github.com/go-zeromq/zmq4.(*Conn).read"),
 		goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/actor.(*ActorSystem).Shutdown.func1"),

@@ -4,7 +4,7 @@
 // # Why it exists
 //
 // go-zeromq/zmq4 v0.17.0 hands every byte of a connection to its own ZMTP
-// code with no limits (measured in ZMQ4-NOTES.md):
+// code with no limits (each point below was measured with probe programs):
 //
 //   - its accept loop runs the ZMTP handshake inline with no deadline, so one
 //     silent TCP connection stalls every later peer;

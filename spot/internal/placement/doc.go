@@ -1,5 +1,5 @@
 // Package placement decides which Object Server should own a Spot
-// (SPEC §11). It is pure: no I/O, no time, no goroutines, no global
+//. It is pure: no I/O, no time, no goroutines, no global
 // randomness, no logging. Callers pass the current member set and get an
 // answer that every node computes identically from the same set.
 //

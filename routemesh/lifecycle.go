@@ -1,0 +1,76 @@
+package routemesh
+
+import (
+	"fmt"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/zlink-go/zlink/actors"
+	"github.com/zlink-go/zlink/supervisor"
+)
+
+// meshSpec is the mesh actor.
+func (n *Node) meshSpec() actors.Spec {
+	return actors.Spec{
+		Name: "mesh:" + n.cfg.Mesh, Kind: "meshnode",
+		MaxMessages: 1 << 16, MaxBytes: 0,
+		Supervisor: supervisor.DefaultConfig(),
+		Producer:   func() actor.Actor { return newMeshActor(n) },
+	}
+}
+
+// Respawn starts a new mesh actor for the node under parent (the host,
+// after its own restart stopped the old one); the new actor rebuilds the
+// node from its configuration and last view. A stopped or failed node is
+// not respawned. It waits for parent to spawn it, so the parent must not
+// call it from inside its own Receive.
+func (n *Node) Respawn(parent *actors.Ref) error {
+	switch n.State() {
+	case NodeStopping, NodeStopped, NodeFailed:
+		return nil
+	}
+	spec := n.meshSpec()
+	spec.Parent = parent
+	_, err := n.sys.Spawn(spec)
+	return err
+}
+
+// failure is why the node failed, or ErrNodeFailed.
+func (n *Node) failure() error {
+	if e := n.failErr.Load(); e != nil {
+		return *e
+	}
+	return ErrNodeFailed
+}
+
+// Fail moves the node to the terminal Failed state: its supervisor gave up
+// on the mesh actor (restarts past the intensity limit). Every pending
+// call ends at once with ErrNodeFailed, every later call too; the tree,
+// status and health show it. Stop still releases the node's resources.
+// The host calls it from its supervisor's OnGiveUp.
+func (n *Node) Fail(reason any) {
+	err := fmt.Errorf("%w: %v", ErrNodeFailed, reason)
+	if !n.failErr.CompareAndSwap(nil, &err) {
+		return
+	}
+	if n.State() == NodeStopped {
+		return
+	}
+	n.setState(NodeFailed)
+	n.calls.failAll(err)
+	n.hcancel()
+	// Its peers must stop choosing it at once: withdraw the descriptor
+	// (off this goroutine: the caller is a supervisor and must not block).
+	if n.lease != nil {
+		n.goTracked(func() {
+			n.dcancel()
+			n.lease.wg.Wait()
+			n.lease.remove()
+		})
+	}
+	n.log.Error().Interface("reason", reason).Msg("meshnode failed: its actors could not be recovered")
+}
+
+// MeshActorPath is the tree path of the node's mesh actor, for the host
+// that supervises it.
+func (n *Node) MeshActorPath() string { return n.mesh().Path() }
