@@ -47,7 +47,7 @@ var (
 	// ErrUnknownPacket: the target has no handler for the packet name.
 	ErrUnknownPacket = zerr.ErrUnknownPacket
 	// ErrBadPayload: a payload did not decode into the packet's Go type
-	// (the typed helpers routemesh.Call, CallDirect, OnRequest, ...).
+	// (the typed helpers routemesh.Call, CallNode, OnRequest, ...).
 	ErrBadPayload = zerr.ErrBadPayload
 	// ErrStopped: a Tell or Request on an actor (Node.Ref) that has stopped.
 	ErrStopped = zerr.ErrStopped

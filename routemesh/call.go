@@ -9,12 +9,12 @@ import (
 	"github.com/zlink-go/zlink/wire"
 )
 
-// Request sends a Node-direct request to the MeshNode rid of this mesh and
+// CallNode sends a Node-direct request to the MeshNode rid of this mesh and
 // waits for its one terminal result: the reply, or an error matching
 // ErrNoTarget, ErrTimeout, ErrBusy, ErrPeerLost, ErrTooLarge, ErrHandler,
 // ErrCancelled or ErrShuttingDown. rid may be this node's own RID: the call
 // then goes through the same admission, correlation and completion.
-func (n *Node) Request(ctx context.Context, rid, packet string, payload []byte) ([]byte, error) {
+func (n *Node) CallNode(ctx context.Context, rid, packet string, payload []byte) ([]byte, error) {
 	n.cnt.calls.Add(1)
 	l, err := n.directTarget(rid)
 	if err != nil {
@@ -26,9 +26,9 @@ func (n *Node) Request(ctx context.Context, rid, packet string, payload []byte) 
 	return out, err
 }
 
-// Send sends a one-way Node-direct message. It ends when the message is
+// SendNode sends a one-way Node-direct message. It ends when the message is
 // queued for the peer (or refused); there is no reply.
-func (n *Node) Send(ctx context.Context, rid, packet string, payload []byte) error {
+func (n *Node) SendNode(ctx context.Context, rid, packet string, payload []byte) error {
 	n.cnt.calls.Add(1)
 	l, err := n.directTarget(rid)
 	if err == nil {

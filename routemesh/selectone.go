@@ -37,9 +37,9 @@ func (n *Node) CallFrom(ctx context.Context, channel, packet string, payload []b
 	return out, l.rid, err
 }
 
-// SendChannel sends a one-way message on channel to one Server chosen by
+// Send sends a one-way message on channel to one Server chosen by
 // weight. It ends when the message is queued for that Server (or refused).
-func (n *Node) SendChannel(ctx context.Context, channel, packet string, payload []byte) error {
+func (n *Node) Send(ctx context.Context, channel, packet string, payload []byte) error {
 	n.cnt.calls.Add(1)
 	l, err := n.selectOne(channel)
 	if err == nil {

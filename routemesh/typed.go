@@ -68,14 +68,14 @@ func Call[Req, Resp any](ctx context.Context, n *Node, channel string, p wire.Pa
 	return p.DecodeReply(out)
 }
 
-// CallDirect is the typed Node-direct request to rid.
-func CallDirect[Req, Resp any](ctx context.Context, n *Node, rid string, p wire.Packet[Req, Resp], req Req) (Resp, error) {
+// CallNode is the typed Node-direct request to rid.
+func CallNode[Req, Resp any](ctx context.Context, n *Node, rid string, p wire.Packet[Req, Resp], req Req) (Resp, error) {
 	var zero Resp
 	b, err := p.EncodeRequest(req)
 	if err != nil {
 		return zero, err
 	}
-	out, err := n.Request(ctx, rid, p.Name(), b)
+	out, err := n.CallNode(ctx, rid, p.Name(), b)
 	if err != nil {
 		return zero, err
 	}
@@ -88,5 +88,44 @@ func Send[Msg, Unused any](ctx context.Context, n *Node, channel string, p wire.
 	if err != nil {
 		return err
 	}
-	return n.SendChannel(ctx, channel, p.Name(), b)
+	return n.Send(ctx, channel, p.Name(), b)
+}
+
+// SendNode is the typed Node-direct one-way message to rid.
+func SendNode[Msg, Unused any](ctx context.Context, n *Node, rid string, p wire.Packet[Msg, Unused], msg Msg) error {
+	b, err := p.EncodeRequest(msg)
+	if err != nil {
+		return err
+	}
+	return n.SendNode(ctx, rid, p.Name(), b)
+}
+
+// TypedResult is one member's terminal result of a typed Multicast: its
+// decoded reply, or its error.
+type TypedResult[Resp any] struct {
+	RID   string
+	Reply Resp
+	Err   error
+}
+
+// Multicast is the typed Logical Multicast on channel: every eligible
+// remote Server member once, each member's result decoded (a reply that
+// does not decode is that member's error).
+func Multicast[Req, Resp any](ctx context.Context, n *Node, channel string, p wire.Packet[Req, Resp], req Req) ([]TypedResult[Resp], error) {
+	b, err := p.EncodeRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := n.Multicast(ctx, channel, p.Name(), b)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]TypedResult[Resp], len(raw))
+	for i, r := range raw {
+		out[i] = TypedResult[Resp]{RID: r.RID, Err: r.Err}
+		if r.Err == nil {
+			out[i].Reply, out[i].Err = p.DecodeReply(r.Reply)
+		}
+	}
+	return out, nil
 }

@@ -77,7 +77,7 @@ func startChaosLoad(t *testing.T, c *routemesh.Node, sRID string) *chaosLoad {
 		return c.Call(ctx, "echo", "echo", []byte(fmt.Sprintf("channel-%d", l.next("channel"))))
 	})
 	go run("direct", func(ctx context.Context) ([]byte, error) {
-		return c.Request(ctx, sRID, "echo", []byte(fmt.Sprintf("direct-%d", l.next("direct"))))
+		return c.CallNode(ctx, sRID, "echo", []byte(fmt.Sprintf("direct-%d", l.next("direct"))))
 	})
 	t.Cleanup(l.end)
 	return l
@@ -304,7 +304,7 @@ func TestChaos_PastTheIntensityTheNodeFailsVisibly(t *testing.T) {
 		t.Fatalf("health of a host with a failed node = %+v", h)
 	}
 	start := time.Now()
-	if _, err := s.Request(ctxT(t, 5*time.Second), s.RID(), "echo", nil); !errors.Is(err, routemesh.ErrNodeFailed) {
+	if _, err := s.CallNode(ctxT(t, 5*time.Second), s.RID(), "echo", nil); !errors.Is(err, routemesh.ErrNodeFailed) {
 		t.Fatalf("call on a failed node = %v, want ErrNodeFailed", err)
 	}
 	if _, err := s.Call(ctxT(t, 5*time.Second), "echo", "echo", nil); !errors.Is(err, routemesh.ErrNodeFailed) {
@@ -315,7 +315,7 @@ func TestChaos_PastTheIntensityTheNodeFailsVisibly(t *testing.T) {
 	}
 	// Its peers see it gone.
 	waitFor(t, "the client losing the failed node", 10*time.Second, func() bool {
-		_, err := c.Request(ctxT(t, time.Second), s.RID(), "echo", nil)
+		_, err := c.CallNode(ctxT(t, time.Second), s.RID(), "echo", nil)
 		return errors.Is(err, zlink.ErrNoTarget)
 	})
 }

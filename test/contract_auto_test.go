@@ -253,7 +253,7 @@ func TestContract_Auto_StaleCandidatesEndInOneReadyConnection(t *testing.T) {
 			t.Fatalf("%s lost a peer", n.RID())
 		}
 	}
-	if _, err := a.Request(ctxT(t, 5*time.Second), b.RID(), "echo", []byte("x")); err != nil {
+	if _, err := a.CallNode(ctxT(t, 5*time.Second), b.RID(), "echo", []byte("x")); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -315,7 +315,7 @@ func TestContract_Auto_KilledNodeLeavesRestartedNodeJoins(t *testing.T) {
 		_, ok := readyPeers(t, a)[rid1]
 		return !ok
 	})
-	if _, err := a.Request(ctxT(t, time.Second), rid1, "echo", nil); !errors.Is(err, zlink.ErrNoTarget) {
+	if _, err := a.CallNode(ctxT(t, time.Second), rid1, "echo", nil); !errors.Is(err, zlink.ErrNoTarget) {
 		t.Fatalf("request to killed node: %v, want ErrNoTarget", err)
 	}
 	waitFor(t, "killed node's descriptor expires", 10*time.Second, func() bool {
@@ -332,7 +332,7 @@ func TestContract_Auto_KilledNodeLeavesRestartedNodeJoins(t *testing.T) {
 		t.Fatalf("restarted automatic node reused RID %s", rid1)
 	}
 	waitPeerState(t, a, rid2, routemesh.PeerReady)
-	if _, err := a.Request(ctxT(t, 5*time.Second), rid2, "echo", []byte("x")); err != nil {
+	if _, err := a.CallNode(ctxT(t, 5*time.Second), rid2, "echo", []byte("x")); err != nil {
 		t.Fatal(err)
 	}
 	c2.kill(t)

@@ -91,7 +91,7 @@ func TestContract_Channels_NoServerMembershipNeedsNoFakeChannel(t *testing.T) {
 	}
 	// s1 has no Node-direct handler: its owner answers "unknown packet",
 	// which only s1 itself can say.
-	if _, err := cli.Request(ctxT(t, 5*time.Second), "s1", "nope", nil); !errors.Is(err, errUnknownPacket) {
+	if _, err := cli.CallNode(ctxT(t, 5*time.Second), "s1", "nope", nil); !errors.Is(err, errUnknownPacket) {
 		t.Fatalf("Node direct from a node without Server membership: %v, want s1's ErrUnknownPacket", err)
 	}
 	// No role on a channel: no call can start on it.
@@ -138,7 +138,7 @@ func TestContract_Weights_ZeroAndDrainAffectOnlyNewSelection(t *testing.T) {
 	}
 	// Node direct is not a channel selection: still answered by s1 (which
 	// has no Node-direct handler, so its owner says "unknown packet").
-	if _, err := cli.Request(ctxT(t, 5*time.Second), "s1", "nope", nil); !errors.Is(err, errUnknownPacket) {
+	if _, err := cli.CallNode(ctxT(t, 5*time.Second), "s1", "nope", nil); !errors.Is(err, errUnknownPacket) {
 		t.Fatalf("Node direct to a weight-0 node: %v, want s1's ErrUnknownPacket", err)
 	}
 	// No reconnect for a weight change.
@@ -198,7 +198,7 @@ func TestContract_Drain_AffectsOnlyNewSelection(t *testing.T) {
 	}
 	// Node direct still reaches the draining node (its owner answers
 	// "unknown packet": s1 has no Node-direct handler).
-	if _, err := cli.Request(ctxT(t, 5*time.Second), "s1", "nope", nil); !errors.Is(err, errUnknownPacket) {
+	if _, err := cli.CallNode(ctxT(t, 5*time.Second), "s1", "nope", nil); !errors.Is(err, errUnknownPacket) {
 		t.Fatalf("Node direct to a draining node: %v, want s1's ErrUnknownPacket", err)
 	}
 	select {

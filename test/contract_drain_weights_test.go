@@ -47,7 +47,7 @@ func TestDrain_TimeoutEndsWithErrDrainTimeoutAndWorkStillServed(t *testing.T) {
 		t.Fatalf("after a timed-out drain: state %s drained %v, want draining and not drained", st.State, st.Drained)
 	}
 	// The submitted work is still served, and Node direct still works.
-	if out, err := n.Request(ctxT(t, 5*time.Second), "d", "echo", []byte("y")); err != nil || string(out) != "echo:y" {
+	if out, err := n.CallNode(ctxT(t, 5*time.Second), "d", "echo", []byte("y")); err != nil || string(out) != "echo:y" {
 		t.Fatalf("Node direct on a draining node: %q %v", out, err)
 	}
 	g.open()

@@ -165,7 +165,7 @@ func checkIsolation(t *testing.T, callers map[string]*routemesh.Node, servers ma
 			if own[s.node.RID()] {
 				continue // same RID in both meshes: it names this mesh's node
 			}
-			if _, err := c.Request(ctxT(t, time.Second), s.node.RID(), "who", nil); !errors.Is(err, zlink.ErrNoTarget) {
+			if _, err := c.CallNode(ctxT(t, time.Second), s.node.RID(), "who", nil); !errors.Is(err, zlink.ErrNoTarget) {
 				t.Fatalf("mesh %s Node direct to mesh %s's %s: %v, want ErrNoTarget", mesh, other, s.node.RID(), err)
 			}
 		}

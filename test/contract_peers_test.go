@@ -43,7 +43,7 @@ func TestContract_Peers_ManualTwoSidedDialEndsInOneReadyConnection(t *testing.T)
 	}
 	// Messages are delivered exactly once over it.
 	for i := 0; i < 20; i++ {
-		if _, err := a.Request(ctxT(t, 5*time.Second), "b", "echo", []byte("x")); err != nil {
+		if _, err := a.CallNode(ctxT(t, 5*time.Second), "b", "echo", []byte("x")); err != nil {
 			t.Fatalf("request %d: %v", i, err)
 		}
 	}
@@ -86,7 +86,7 @@ func TestContract_Peers_ManualNotRequiredForTwoObjectClients(t *testing.T) {
 		t.Fatalf("b must not keep a as a peer: %+v", status(t, b).Peers)
 	}
 	// Node direct to an Object Client never dials: NoTarget.
-	if _, err := a.Request(ctxT(t, time.Second), "b", "echo", nil); !errors.Is(err, zlink.ErrNoTarget) {
+	if _, err := a.CallNode(ctxT(t, time.Second), "b", "echo", nil); !errors.Is(err, zlink.ErrNoTarget) {
 		t.Fatalf("request to Object Client: %v, want ErrNoTarget", err)
 	}
 }
@@ -161,10 +161,10 @@ func TestContract_Peers_MeshNamesNeverMix(t *testing.T) {
 	if st := status(t, h1.Mesh("m2")); len(st.Peers) != 0 {
 		t.Fatalf("m2/x must have no peers, has %+v", st.Peers)
 	}
-	if _, err := h2.Mesh("m2").Request(ctxT(t, time.Second), "x", "echo", nil); !errors.Is(err, zlink.ErrNoTarget) {
+	if _, err := h2.Mesh("m2").CallNode(ctxT(t, time.Second), "x", "echo", nil); !errors.Is(err, zlink.ErrNoTarget) {
 		t.Fatalf("m2/y → x: %v, want ErrNoTarget", err)
 	}
-	if _, err := h2.Mesh("m1").Request(ctxT(t, 5*time.Second), "x", "echo", nil); err != nil {
+	if _, err := h2.Mesh("m1").CallNode(ctxT(t, 5*time.Second), "x", "echo", nil); err != nil {
 		t.Fatalf("m1/y → m1/x: %v", err)
 	}
 }
@@ -184,7 +184,7 @@ func TestPeers_TrustProfile(t *testing.T) {
 		bad.AddRouteMesh("game").SetRoutingID("m-"+name[:2]).SetTrust(routemesh.TrustConfig{Secret: secret}).AddPeer(b.Endpoint(), "b")
 		m := startHost(t, bad).Mesh("game")
 		waitPeerState(t, m, "b", routemesh.PeerNotConnected)
-		if _, err := m.Request(ctxT(t, time.Second), "b", "echo", nil); !errors.Is(err, zlink.ErrNoTarget) {
+		if _, err := m.CallNode(ctxT(t, time.Second), "b", "echo", nil); !errors.Is(err, zlink.ErrNoTarget) {
 			t.Fatalf("%s: request %v, want ErrNoTarget", name, err)
 		}
 	}

@@ -113,12 +113,12 @@ func TestContract_Registration_ObjectClientServerChannelButNoDirectHandler(t *te
 		t.Fatalf("channel call to the Object Client's Server role: %q from %q, %v", out, rid, err)
 	}
 	for _, packet := range []string{"echo", "nope"} {
-		_, err := caller.Request(ctxT(t, 5*time.Second), "oc", packet, nil)
+		_, err := caller.CallNode(ctxT(t, 5*time.Second), "oc", packet, nil)
 		if !errors.Is(err, zlink.ErrNoTarget) {
 			t.Fatalf("Node direct %q to an Object Client: %v, want ErrNoTarget", packet, err)
 		}
 	}
-	if err := caller.Send(ctxT(t, 5*time.Second), "oc", "echo", nil); !errors.Is(err, zlink.ErrNoTarget) {
+	if err := caller.SendNode(ctxT(t, 5*time.Second), "oc", "echo", nil); !errors.Is(err, zlink.ErrNoTarget) {
 		t.Fatalf("Node-direct send to an Object Client: %v, want ErrNoTarget", err)
 	}
 	o = zlink.NewOptions().SetLocationStore(store)

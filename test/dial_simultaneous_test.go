@@ -198,7 +198,7 @@ func (c *caller) run(ctx context.Context) {
 	for i := 0; ctx.Err() == nil; i++ {
 		msg := []byte(c.from.RID() + "-" + strconv.Itoa(i))
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		got, err := c.from.Request(cctx, c.to, "echo", msg)
+		got, err := c.from.CallNode(cctx, c.to, "echo", msg)
 		cancel()
 		switch {
 		case err == nil && bytes.Equal(got, append([]byte("echo:"), msg...)):

@@ -101,7 +101,7 @@ type callOutcome struct {
 // timedRequest runs n.Request and measures it.
 func timedRequest(ctx context.Context, n *routemesh.Node, rid, packet string, payload []byte) callOutcome {
 	start := time.Now()
-	out, err := n.Request(ctx, rid, packet, payload)
+	out, err := n.CallNode(ctx, rid, packet, payload)
 	return callOutcome{out: out, err: err, took: time.Since(start)}
 }
 
@@ -300,7 +300,7 @@ func TestDirectTerminal_BusyWhenOwnerMailboxFull(t *testing.T) {
 		pending := fireUntilBusy(t, a, "a", ga)
 		// A local one-way Send into the full mailbox is refused the same way.
 		start := time.Now()
-		err := a.Send(ctxT(t, 5*time.Second), "a", "note", []byte("s"))
+		err := a.SendNode(ctxT(t, 5*time.Second), "a", "note", []byte("s"))
 		if !errors.Is(err, zlink.ErrBusy) || time.Since(start) > promptBound {
 			t.Fatalf("self Send into a full mailbox: %v after %v, want ErrBusy at once", err, time.Since(start))
 		}
@@ -351,7 +351,7 @@ func TestDirectTerminal_TooLarge(t *testing.T) {
 		t.Fatalf("a's handler ran %d times, want 2", n)
 	}
 	// A one-way Send over the limit is refused locally too.
-	if err := a.Send(ctxT(t, 5*time.Second), "b", "len", make([]byte, 2<<20)); !errors.Is(err, zlink.ErrTooLarge) {
+	if err := a.SendNode(ctxT(t, 5*time.Second), "b", "len", make([]byte, 2<<20)); !errors.Is(err, zlink.ErrTooLarge) {
 		t.Fatalf("2 MiB Send a→b: %v, want ErrTooLarge", err)
 	}
 }
@@ -362,7 +362,7 @@ func TestDirectTerminal_ShuttingDownAfterStop(t *testing.T) {
 	stopHost(t, ha)
 	for _, rid := range []string{"b", "a", "nobody"} {
 		wantErrWithin(t, "a→"+rid+" after stop", timedRequest(ctxT(t, 5*time.Second), a, rid, "echo", nil), zlink.ErrShuttingDown, promptBound)
-		if err := a.Send(ctxT(t, 5*time.Second), rid, "echo", nil); !errors.Is(err, zlink.ErrShuttingDown) {
+		if err := a.SendNode(ctxT(t, 5*time.Second), rid, "echo", nil); !errors.Is(err, zlink.ErrShuttingDown) {
 			t.Fatalf("Send a→%s after stop: %v, want ErrShuttingDown", rid, err)
 		}
 	}
@@ -412,7 +412,7 @@ func TestDirectTerminal_NoTargetWithoutDial(t *testing.T) {
 	_, a := startDirectNode(t, "game", "a", func(m *routemesh.MeshBuilder) { m.HandleDirectRequest("echo", echo) }, b)
 	before := status(t, a)
 	wantErrWithin(t, "a→ghost", timedRequest(ctxT(t, 30*time.Second), a, "ghost", "echo", nil), zlink.ErrNoTarget, promptBound)
-	if err := a.Send(ctxT(t, 5*time.Second), "ghost", "echo", nil); !errors.Is(err, zlink.ErrNoTarget) {
+	if err := a.SendNode(ctxT(t, 5*time.Second), "ghost", "echo", nil); !errors.Is(err, zlink.ErrNoTarget) {
 		t.Fatalf("Send a→ghost: %v, want ErrNoTarget", err)
 	}
 	after := status(t, a)
@@ -437,14 +437,14 @@ func TestDirectTerminal_SendDelivered(t *testing.T) {
 	_, a := startDirectNode(t, "game", "a", func(m *routemesh.MeshBuilder) { m.HandleDirectSend("note", note) }, b)
 
 	for i := 0; i < 10; i++ {
-		if err := a.Send(ctxT(t, 5*time.Second), "b", "note", []byte("ab"+strconv.Itoa(i))); err != nil {
+		if err := a.SendNode(ctxT(t, 5*time.Second), "b", "note", []byte("ab"+strconv.Itoa(i))); err != nil {
 			t.Fatalf("send a→b: %v", err)
 		}
 	}
-	if err := b.Send(ctxT(t, 5*time.Second), "a", "note", []byte("ba")); err != nil {
+	if err := b.SendNode(ctxT(t, 5*time.Second), "a", "note", []byte("ba")); err != nil {
 		t.Fatalf("send b→a: %v", err)
 	}
-	if err := a.Send(ctxT(t, 5*time.Second), "a", "note", []byte("aa")); err != nil {
+	if err := a.SendNode(ctxT(t, 5*time.Second), "a", "note", []byte("aa")); err != nil {
 		t.Fatalf("send a→a: %v", err)
 	}
 	waitFor(t, "12 sends delivered", 10*time.Second, func() bool { return count.Load() >= 12 })
@@ -459,7 +459,7 @@ func TestDirectTerminal_SendDelivered(t *testing.T) {
 	// A cancelled context refuses the Send before queueing it.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := a.Send(ctx, "b", "note", []byte("late")); !errors.Is(err, zlink.ErrCancelled) {
+	if err := a.SendNode(ctx, "b", "note", []byte("late")); !errors.Is(err, zlink.ErrCancelled) {
 		t.Fatalf("send with cancelled ctx: %v, want ErrCancelled", err)
 	}
 }

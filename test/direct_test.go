@@ -35,23 +35,23 @@ func twoNodes(t *testing.T, mesh string) (a, b *routemesh.Node) {
 
 func TestDirect_RequestBothWays(t *testing.T) {
 	a, b := twoNodes(t, "game")
-	out, err := a.Request(ctxT(t, 5*time.Second), "b", "echo", []byte("hi"))
+	out, err := a.CallNode(ctxT(t, 5*time.Second), "b", "echo", []byte("hi"))
 	if err != nil || !bytes.Equal(out, []byte("echo:hi")) {
 		t.Fatalf("a→b: %q %v", out, err)
 	}
-	out, err = b.Request(ctxT(t, 5*time.Second), "a", "echo", []byte("yo"))
+	out, err = b.CallNode(ctxT(t, 5*time.Second), "a", "echo", []byte("yo"))
 	if err != nil || !bytes.Equal(out, []byte("echo:yo")) {
 		t.Fatalf("b→a: %q %v", out, err)
 	}
 	// Self: same path, same result.
-	out, err = a.Request(ctxT(t, 5*time.Second), "a", "echo", []byte("me"))
+	out, err = a.CallNode(ctxT(t, 5*time.Second), "a", "echo", []byte("me"))
 	if err != nil || !bytes.Equal(out, []byte("echo:me")) {
 		t.Fatalf("a→a: %q %v", out, err)
 	}
-	if _, err := a.Request(ctxT(t, 5*time.Second), "nobody", "echo", nil); !errors.Is(err, zlink.ErrNoTarget) {
+	if _, err := a.CallNode(ctxT(t, 5*time.Second), "nobody", "echo", nil); !errors.Is(err, zlink.ErrNoTarget) {
 		t.Fatalf("unknown rid: %v, want ErrNoTarget", err)
 	}
-	if _, err := a.Request(ctxT(t, 5*time.Second), "b", "nope", nil); !errors.Is(err, zlink.ErrHandler) && !errors.Is(err, errUnknownPacket) {
+	if _, err := a.CallNode(ctxT(t, 5*time.Second), "b", "nope", nil); !errors.Is(err, zlink.ErrHandler) && !errors.Is(err, errUnknownPacket) {
 		t.Fatalf("unknown packet: %v", err)
 	}
 }
@@ -71,10 +71,10 @@ func TestDirect_OversizedReplyIsRefusedNotSent(t *testing.T) {
 	a := startHost(t, oa).Mesh("game")
 	waitPeerState(t, a, "b", routemesh.PeerReady)
 	before, _ := status(t, a).Peer("b")
-	if _, err := a.Request(ctxT(t, 5*time.Second), "b", "big", nil); !errors.Is(err, zlink.ErrTooLarge) {
+	if _, err := a.CallNode(ctxT(t, 5*time.Second), "b", "big", nil); !errors.Is(err, zlink.ErrTooLarge) {
 		t.Fatalf("1 MiB reply to a 64 KiB receiver: %v, want ErrTooLarge", err)
 	}
-	if out, err := a.Request(ctxT(t, 5*time.Second), "b", "echo", []byte("x")); err != nil || string(out) != "echo:x" {
+	if out, err := a.CallNode(ctxT(t, 5*time.Second), "b", "echo", []byte("x")); err != nil || string(out) != "echo:x" {
 		t.Fatalf("the next call: %q %v", out, err)
 	}
 	st := status(t, a)

@@ -53,7 +53,7 @@ func peerWorks(t *testing.T, b *routemesh.Node, rid string) {
 	o.AddRouteMesh("game").SetRoutingID(rid).ConfigureLiveness(fastLiveness).AddPeer(b.Endpoint(), "b")
 	a := startHost(t, o).Mesh("game")
 	waitPeerState(t, a, "b", routemesh.PeerReady)
-	if out, err := a.Request(ctxT(t, 5*time.Second), "b", "echo", []byte("x")); err != nil || string(out) != "echo:x" {
+	if out, err := a.CallNode(ctxT(t, 5*time.Second), "b", "echo", []byte("x")); err != nil || string(out) != "echo:x" {
 		t.Fatalf("%s → b: %q %v", rid, out, err)
 	}
 }

@@ -61,7 +61,7 @@ func TestHung_HandlersPastDeadlineAreReportedAndPauseAdmission(t *testing.T) {
 	if _, err := srv.Call(ctxT(t, 2*time.Second), "match", "echo", nil); !errors.Is(err, zlink.ErrBusy) {
 		t.Fatalf("call into a paused node: %v, want ErrBusy", err)
 	}
-	if _, err := srv.Request(ctxT(t, 2*time.Second), "srv", "x", nil); !errors.Is(err, zlink.ErrBusy) {
+	if _, err := srv.CallNode(ctxT(t, 2*time.Second), "srv", "x", nil); !errors.Is(err, zlink.ErrBusy) {
 		t.Fatalf("direct call into a paused node: %v, want ErrBusy", err)
 	}
 }

@@ -51,7 +51,7 @@ func TestTyped_RequestHandlersWithoutBytes(t *testing.T) {
 	if _, err := routemesh.Call(ctxT(t, 5*time.Second), cli, "match", joinMatch, joinReq{Rating: -1}); !errors.Is(err, zlink.ErrHandler) || !contains(err.Error(), "bad rating") {
 		t.Fatalf("typed handler error: %v", err)
 	}
-	got, err := routemesh.CallDirect(ctxT(t, 5*time.Second), cli, "srv", whoIs, "x")
+	got, err := routemesh.CallNode(ctxT(t, 5*time.Second), cli, "srv", whoIs, "x")
 	if err != nil || got != "direct:x:cli" {
 		t.Fatalf("typed direct call with a colliding packet name: %q %v", got, err)
 	}

@@ -204,7 +204,7 @@ func oneRequest(ctx context.Context, node *routemesh.Node, f *requestFlags) resu
 		err   error
 	)
 	if f.packet == packetSink {
-		err = node.SendChannel(ctx, f.channel, f.packet, []byte(f.data))
+		err = node.Send(ctx, f.channel, f.packet, []byte(f.data))
 		rid = "unknown" // a one-way send does not report its target
 	} else {
 		reply, rid, err = node.CallFrom(ctx, f.channel, f.packet, []byte(f.data))
