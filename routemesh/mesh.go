@@ -357,8 +357,3 @@ func (n *Node) heartbeat(seq uint64) wire.Envelope {
 		Servers: v.weights, Headroom: n.headroom(v), Draining: v.state == NodeDraining, Seq: seq}
 }
 
-
-// nopActor is a pure supervisor node in the tree.
-type nopActor struct{}
-
-func (nopActor) Receive(actor.Context) {}

@@ -1,5 +1,5 @@
-// Package placement decides which Object Server should own a Spot
-//. It is pure: no I/O, no time, no goroutines, no global
+// Package placement decides which Object Server should own a Spot.
+// It is pure: no I/O, no time, no goroutines, no global
 // randomness, no logging. Callers pass the current member set and get an
 // answer that every node computes identically from the same set.
 //
