@@ -72,9 +72,12 @@ func (m *meshActor) hungSweep() {
 		n.sys.Registry().SetHung(o.path, c)
 	}
 	limit := n.cfg.HungThreshold
-	was := n.load().paused
+	cur := n.load()
+	was := cur.paused
 	paused := limit > 0 && total >= limit
-	n.update(func(v *view) { v.hung, v.paused = int64(total), paused })
+	if cur.hung != int64(total) || was != paused {
+		n.update(func(v *view) { v.hung, v.paused = int64(total), paused })
+	}
 	switch {
 	case paused && !was:
 		n.log.Warn().Int("hung", total).Int("threshold", limit).Msg("admission paused: too many hung handlers")
