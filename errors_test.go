@@ -129,15 +129,14 @@ func TestErrors_FanoutRulesMatchFromBothEntryPoints(t *testing.T) {
 			}
 		})
 	}
-	// A registration made only for the startup checks (AddFanout) follows
-	// the same rule.
+	// zlink.Start applies the same rule before anything runs.
 	o := zlink.NewOptions().SetLocationStore(store)
-	o.AddFanout(routemesh.FanoutReg{Channel: "news", Automatic: true, Endpoints: eps})
+	o.AddFanoutSubscriber(fanout.SubscriberConfig{Channel: "news", Automatic: true, Endpoints: eps})
 	if h, err := zlink.Start(context.Background(), o); err == nil {
 		_ = h.Stop(context.Background())
-		t.Fatal("AddFanout with both sources started")
+		t.Fatal("a subscriber with both sources started")
 	} else if !errors.Is(err, fanout.ErrSourceConflict) {
-		t.Fatalf("AddFanout with both sources: %v, want fanout.ErrSourceConflict", err)
+		t.Fatalf("a subscriber with both sources: %v, want fanout.ErrSourceConflict", err)
 	}
 }
 

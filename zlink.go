@@ -98,7 +98,6 @@ var (
 // until Start.
 type Options struct {
 	meshes      []*routemesh.MeshBuilder
-	fanouts     []routemesh.FanoutReg
 	publishers  []fanout.PublisherConfig
 	subscribers []fanout.SubscriberConfig
 	store       location.Store
@@ -123,13 +122,6 @@ func (o *Options) SetLocationStore(s location.Store) *Options { o.store = s; ret
 // SetLogger injects the logger used by every component.
 func (o *Options) SetLogger(l zerolog.Logger) *Options { o.logger = l; return o }
 
-// AddFanout registers a classic fanout registration (publisher or
-// subscriber) for the startup checks.
-func (o *Options) AddFanout(r routemesh.FanoutReg) *Options {
-	o.fanouts = append(o.fanouts, r)
-	return o
-}
-
 // AddFanoutPublisher registers a classic fanout publisher that Start runs.
 // With a Location Store configured (here or in cfg.Store) it is automatic:
 // it publishes a fanout publisher descriptor; it never dials anything.
@@ -148,7 +140,7 @@ func (o *Options) AddFanoutSubscriber(cfg fanout.SubscriberConfig) *Options {
 
 // Topology returns the registrations as the validator sees them.
 func (o *Options) Topology() *routemesh.Topology {
-	fanouts := append([]routemesh.FanoutReg(nil), o.fanouts...)
+	var fanouts []routemesh.FanoutReg
 	for _, p := range o.publishers {
 		fanouts = append(fanouts, routemesh.FanoutReg{Channel: p.Channel, Publisher: true, Automatic: p.Store != nil || o.store != nil})
 	}

@@ -12,6 +12,7 @@ import (
 
 	zlink "github.com/zlink-go/zlink"
 	"github.com/zlink-go/zlink/actors"
+	"github.com/zlink-go/zlink/fanout"
 	"github.com/zlink-go/zlink/routemesh"
 )
 
@@ -53,7 +54,7 @@ func TestConfig_StartupRulesRefuse(t *testing.T) {
 		}, routemesh.ErrInvalid, "game", ""},
 		{"expected peer RID with '/'", func(o *zlink.Options) { o.AddRouteMesh("game").AddPeer("tcp://127.0.0.1:7001", "b/1") }, routemesh.ErrInvalid, "game", ""},
 		{"automatic fanout without a store", func(o *zlink.Options) {
-			o.AddFanout(routemesh.FanoutReg{Channel: "news", Automatic: true})
+			o.AddFanoutSubscriber(fanout.SubscriberConfig{Channel: "news", Automatic: true})
 		}, routemesh.ErrNeedsLocationStore, "", "news"},
 		{"Object Server without a store", func(o *zlink.Options) {
 			o.AddRouteMesh("game").SetObjectRole(routemesh.ObjectServer)
@@ -91,7 +92,7 @@ func TestConfig_StartupRulesAcceptTheGoodForm(t *testing.T) {
 		"advertise host name":         func(o *zlink.Options) { o.AddRouteMesh("game").SetAdvertiseHost("localhost") },
 		"automatic fanout with a store": func(o *zlink.Options) {
 			o.SetLocationStore(store)
-			o.AddFanout(routemesh.FanoutReg{Channel: "news", Automatic: true})
+			o.AddFanoutSubscriber(fanout.SubscriberConfig{Channel: "news", Automatic: true})
 		},
 		"Object Server with a store": func(o *zlink.Options) {
 			o.SetLocationStore(store)

@@ -173,7 +173,7 @@ func TestContract_Fanout_AutomaticAndManualFailsStartup(t *testing.T) {
 	})
 	t.Run("zlink.Start", func(t *testing.T) {
 		o := zlink.NewOptions().SetLocationStore(store).SetLogger(testLogger(t))
-		o.AddFanout(routemesh.FanoutReg{Channel: "alerts", Automatic: true, Endpoints: []string{pub.Endpoint()}})
+		o.AddFanoutSubscriber(fanout.SubscriberConfig{Channel: "alerts", Automatic: true, Endpoints: []string{pub.Endpoint()}})
 		h, err := zlink.Start(ctxT(t, 5*time.Second), o)
 		if err == nil {
 			stopHost(t, h)

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	zlink "github.com/zlink-go/zlink"
+	"github.com/zlink-go/zlink/fanout"
 	"github.com/zlink-go/zlink/location"
 	"github.com/zlink-go/zlink/routemesh"
 )
@@ -115,7 +116,7 @@ func TestContract_Peers_ChannelClientRolesDoNotCreateNeed(t *testing.T) {
 	oa := zlink.NewOptions().SetLocationStore(store)
 	oa.AddRouteMesh("game").SetRoutingID("a").SetObjectRole(routemesh.ObjectClient).
 		Channel("match").Client().AddPeer(b.Endpoint(), "b")
-	oa.AddFanout(routemesh.FanoutReg{Channel: "news", Publisher: true})
+	oa.AddFanoutPublisher(fanout.PublisherConfig{Channel: "news"})
 	a := startHost(t, oa).Mesh("game")
 	waitPeerState(t, a, "b", routemesh.PeerNotRequired)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	zlink "github.com/zlink-go/zlink"
+	"github.com/zlink-go/zlink/fanout"
 	"github.com/zlink-go/zlink/location"
 	"github.com/zlink-go/zlink/routemesh"
 )
@@ -55,11 +56,11 @@ func TestContract_Registration_ChannelOnTwoSendPathsFails(t *testing.T) {
 		},
 		"RouteMesh Client and fanout publisher": func(o *zlink.Options) {
 			o.AddRouteMesh("m1").Channel("match").Client()
-			o.AddFanout(routemesh.FanoutReg{Channel: "match", Publisher: true})
+			o.AddFanoutPublisher(fanout.PublisherConfig{Channel: "match"})
 		},
 		"RouteMesh and fanout": func(o *zlink.Options) {
 			o.AddRouteMesh("m1").Channel("match").Server()
-			o.AddFanout(routemesh.FanoutReg{Channel: "match", Endpoints: []string{"tcp://127.0.0.1:1"}})
+			o.AddFanoutSubscriber(fanout.SubscriberConfig{Channel: "match", Endpoints: []string{"tcp://127.0.0.1:1"}})
 		},
 	}
 	for name, build := range cases {
@@ -176,6 +177,6 @@ func TestContract_Registration_FanoutAutomaticAndManualFails(t *testing.T) {
 	store := location.NewMemory()
 	t.Cleanup(func() { _ = store.Close() })
 	o := zlink.NewOptions().SetLocationStore(store)
-	o.AddFanout(routemesh.FanoutReg{Channel: "news", Automatic: true, Endpoints: []string{"tcp://127.0.0.1:1"}})
+	o.AddFanoutSubscriber(fanout.SubscriberConfig{Channel: "news", Automatic: true, Endpoints: []string{"tcp://127.0.0.1:1"}})
 	wantConfigError(t, startErr(t, o), routemesh.ErrFanoutSourceConflict, "", "news")
 }
