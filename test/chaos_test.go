@@ -319,3 +319,44 @@ func TestChaos_PastTheIntensityTheNodeFailsVisibly(t *testing.T) {
 		return errors.Is(err, zlink.ErrNoTarget)
 	})
 }
+
+// TestChaos_PastTheIntensityAChildEscalatesToItsParent: a channel owner
+// that keeps failing is given up by the channels supervisor, whose own
+// failure makes the mesh actor restart it — a rebuild of every owner — and
+// the node serves again.
+func TestChaos_PastTheIntensityAChildEscalatesToItsParent(t *testing.T) {
+	hs, s, c := chaosPair(t)
+	const owner = "/host/mesh:chaos/channels/channel:echo"
+	const sup = "/host/mesh:chaos/channels"
+	for i := 0; i < 4; i++ {
+		waitFor(t, "the owner running", 10*time.Second, func() bool {
+			n, ok := treeNode(hs, owner)
+			return ok && n.State == supervisor.Running
+		})
+		if err := hs.InjectPanic(owner, fmt.Sprintf("chaos %d", i)); err != nil {
+			t.Fatalf("inject %d: %v", i, err)
+		}
+		if i < 3 {
+			want := i + 1
+			waitFor(t, "the owner restarted", 10*time.Second, func() bool {
+				n, ok := treeNode(hs, owner)
+				return ok && n.Restarts == want
+			})
+		}
+	}
+	waitFor(t, "the channels supervisor restarted by the mesh actor", 10*time.Second, func() bool {
+		n, ok := treeNode(hs, sup)
+		return ok && n.Restarts >= 1 && n.State == supervisor.Running
+	})
+	waitFor(t, "a fresh owner", 10*time.Second, func() bool {
+		n, ok := treeNode(hs, owner)
+		return ok && n.Restarts == 0 && n.State == supervisor.Running
+	})
+	if st := s.State(); st != routemesh.NodeReady {
+		t.Fatalf("server state = %v", st)
+	}
+	waitFor(t, "channel calls served again", 10*time.Second, func() bool {
+		_, err := c.Call(ctxT(t, time.Second), "echo", "echo", nil)
+		return err == nil
+	})
+}
