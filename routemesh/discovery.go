@@ -10,7 +10,6 @@ import (
 
 	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/location"
-	"github.com/zlink-go/zlink/routemesh/internal/admission"
 )
 
 // errIntentRemoved closes a handshake whose intent discovery withdrew.
@@ -18,29 +17,44 @@ var errIntentRemoved = errors.New("zlink: connection intent withdrawn by discove
 
 // Messages of the discovery actor.
 type (
-	discRound struct{}
+	discRound  struct{}
+	discListed struct {
+		descs []location.Descriptor
+		err   error
+	}
+	// discApplied acknowledges step seq (sent by the mesh actor).
+	discApplied struct{ seq uint64 }
 )
 
 // Messages from the discovery actor to the mesh actor.
 type (
-	// discChange is one automatic topology change; answered once applied.
-	discChange struct{ c change }
+	// discChange is one automatic topology change; acknowledged to ack
+	// once applied (a Request without ack gets a reply instead).
+	discChange struct {
+		c   change
+		ack *actors.Ref
+		seq uint64
+	}
 	// discWeights carries descriptors whose weights the mesh actor applies
 	// to ready links of the same generation (a lost push converges here).
 	discWeights struct{ descs []location.Descriptor }
 	// manualMatch tells which descriptor (nil = none) matches a manual
-	// endpoint; answered once recorded.
+	// endpoint; acknowledged like discChange.
 	manualMatch struct {
 		endpoint string
 		d        *location.Descriptor
+		ack      *actors.Ref
+		seq      uint64
 	}
 )
 
-// discoveryActor is the reconfiguration actor of one MeshNode:
-// it learns descriptors from the Location Store (Watch hints plus a re-list
-// every DiscoveryPoll), computes what the mesh should look like and hands
-// the mesh actor one change at a time, waiting for each to be applied. It
-// is the only reader of the store for topology; it never touches pipes.
+// discoveryActor is the reconfiguration actor of one MeshNode: it learns
+// descriptors from the Location Store (Watch hints plus a re-list every
+// DiscoveryPoll), computes what the mesh should look like and hands the
+// mesh actor one change at a time, sending the next only when the mesh
+// actor has acknowledged the last. It is the only reader of the store for
+// topology; it never touches pipes. It never blocks: the listing runs on a
+// goroutine of its incarnation and comes back as a message.
 //
 // Automatic nodes get dial/await/excluded/remove changes. A manual node
 // with an object role uses it to match its manual endpoints with
@@ -53,9 +67,22 @@ type discoveryActor struct {
 	self    *actors.Ref
 	pending *atomic.Bool // a round is queued
 
+	busy  bool       // a round is listing or applying
+	again bool       // a round was asked for while busy
+	steps []discStep // what the current round still has to hand over
+	seq   uint64     // the step awaiting its acknowledgement
+
 	applied map[string]want                 // automatic: what the mesh actor holds
 	manual  map[string]*location.Descriptor // manual endpoint → last match sent
 	sent    map[string]bool                 // manual endpoint → a match was sent
+}
+
+// discStep is one change (automatic) or one endpoint match (manual).
+type discStep struct {
+	change   *change
+	want     want
+	endpoint string
+	match    *location.Descriptor
 }
 
 func newDiscoveryActor(n *Node, store location.Store) *discoveryActor {
@@ -64,7 +91,7 @@ func newDiscoveryActor(n *Node, store location.Store) *discoveryActor {
 }
 
 func (a *discoveryActor) Receive(c actor.Context) {
-	switch c.Message().(type) {
+	switch msg := c.Message().(type) {
 	case *actor.Started:
 		// Every incarnation starts from nothing: it re-lists the store and
 		// hands the mesh actor what it should hold (a restarted mesh actor
@@ -78,12 +105,18 @@ func (a *discoveryActor) Receive(c actor.Context) {
 		a.poke()
 	case *actor.Restarting, *actor.Stopping:
 		if a.cancel != nil {
-			a.cancel() // ends this incarnation's watch and store calls
+			a.cancel() // ends this incarnation's watch and listing
 		}
 	case *discRound:
-		if a.ctx.Err() == nil {
-			a.pending.Store(false)
-			a.round()
+		a.pending.Store(false)
+		a.round()
+	case *discListed:
+		a.listed(msg)
+	case *discApplied:
+		if a.busy && msg.seq == a.seq && len(a.steps) > 0 {
+			a.record(a.steps[0])
+			a.steps = a.steps[1:]
+			a.next()
 		}
 	}
 }
@@ -125,30 +158,92 @@ func (a *discoveryActor) watch() {
 	}
 }
 
-// round re-lists the mesh's descriptors and applies what changed.
+// round starts a re-list of the mesh's descriptors (one at a time).
 func (a *discoveryActor) round() {
+	if a.ctx.Err() != nil {
+		return
+	}
+	if a.busy {
+		a.again = true
+		return
+	}
+	a.busy = true
+	ctx, self, store, n := a.ctx, a.self, a.store, a.n
+	ok := n.goTracked(func() {
+		lctx, cancel := context.WithTimeout(ctx, max(n.cfg.DiscoveryPoll, time.Second))
+		defer cancel()
+		descs, err := store.ListDescriptors(lctx, n.cfg.Mesh)
+		_ = self.Tell(&discListed{descs: descs, err: err})
+	})
+	if !ok {
+		a.busy = false
+	}
+}
+
+// listed turns a listing into the round's steps and starts handing them
+// over.
+func (a *discoveryActor) listed(msg *discListed) {
 	n := a.n
-	ctx, cancel := context.WithTimeout(a.ctx, max(n.cfg.DiscoveryPoll, time.Second))
-	defer cancel()
-	descs, err := a.store.ListDescriptors(ctx, n.cfg.Mesh)
-	if err != nil {
+	if msg.err != nil {
 		// Store unreachable: new discovery pauses, existing connections
 		// stay; the next tick tries again.
 		n.cnt.discoveryErrors.Add(1)
+		a.done()
 		return
 	}
 	n.cnt.discoveryRounds.Add(1)
 	if n.cfg.Automatic() {
-		a.automatic(ctx, descs)
+		a.steps = a.automatic(msg.descs)
 	} else {
-		a.manualEndpoints(ctx, descs)
+		a.steps = a.manualEndpoints(msg.descs)
 	}
-	if len(descs) > 0 {
-		_ = n.mesh().Tell(&discWeights{descs: descs})
+	if len(msg.descs) > 0 {
+		_ = n.mesh().Tell(&discWeights{descs: msg.descs})
+	}
+	a.next()
+}
+
+// next hands the mesh actor the next step, or ends the round.
+func (a *discoveryActor) next() {
+	if len(a.steps) == 0 || a.ctx.Err() != nil {
+		a.done()
+		return
+	}
+	a.seq++
+	st := a.steps[0]
+	var err error
+	if st.change != nil {
+		err = a.n.mesh().Tell(&discChange{c: *st.change, ack: a.self, seq: a.seq})
+	} else {
+		err = a.n.mesh().Tell(&manualMatch{endpoint: st.endpoint, d: st.match, ack: a.self, seq: a.seq})
+	}
+	if err != nil {
+		a.done() // stopping, or the mesh actor is full: the next round redoes the rest
 	}
 }
 
-func (a *discoveryActor) automatic(ctx context.Context, descs []location.Descriptor) {
+func (a *discoveryActor) done() {
+	a.busy, a.steps = false, nil
+	if a.again {
+		a.again = false
+		a.poke()
+	}
+}
+
+// record notes what the mesh actor now holds after step st.
+func (a *discoveryActor) record(st discStep) {
+	if st.change == nil {
+		a.manual[st.endpoint], a.sent[st.endpoint] = st.match, true
+		return
+	}
+	if st.change.kind == wantRemove {
+		delete(a.applied, st.change.d.RID)
+	} else {
+		a.applied[st.change.d.RID] = st.want
+	}
+}
+
+func (a *discoveryActor) automatic(descs []location.Descriptor) []discStep {
 	n := a.n
 	local := descIdentity(&location.Descriptor{Mesh: n.cfg.Mesh, RID: n.rid, Generation: n.gen,
 		ObjectRole: locationRole(n.cfg.ObjectRole), Servers: n.servers()})
@@ -157,25 +252,21 @@ func (a *discoveryActor) automatic(ctx context.Context, descs []location.Descrip
 	for _, d := range descs {
 		byRID[d.RID] = d
 	}
+	var steps []discStep
 	for _, c := range diffDiscovery(a.applied, wanted, byRID) {
-		// One change at a time: the mesh actor answers once applied.
-		if _, err := n.mesh().Request(ctx, &discChange{c: c}); err != nil {
-			return // stopping, or the mesh actor is slow: the next round redoes the rest
-		}
-		if c.kind == wantRemove {
-			delete(a.applied, c.d.RID)
-		} else {
-			a.applied[c.d.RID] = wanted[c.d.RID]
-		}
+		c := c
+		steps = append(steps, discStep{change: &c, want: wanted[c.d.RID]})
 	}
+	return steps
 }
 
 // manualEndpoints matches each manual endpoint with the one descriptor that
 // has the same endpoint (and the expected RID, when set). Several matches
 // (a stale lifecycle next to a new one) count as none until the stale one
 // expires: an ambiguous endpoint claims no placement.
-func (a *discoveryActor) manualEndpoints(ctx context.Context, descs []location.Descriptor) {
+func (a *discoveryActor) manualEndpoints(descs []location.Descriptor) []discStep {
 	n := a.n
+	var steps []discStep
 	for _, pc := range n.cfg.Peers {
 		var match *location.Descriptor
 		count := 0
@@ -195,11 +286,9 @@ func (a *discoveryActor) manualEndpoints(ctx context.Context, descs []location.D
 		if a.sent[pc.Endpoint] && sameTarget(a.manual[pc.Endpoint], match) {
 			continue
 		}
-		if _, err := n.mesh().Request(ctx, &manualMatch{endpoint: pc.Endpoint, d: match}); err != nil {
-			return
-		}
-		a.manual[pc.Endpoint], a.sent[pc.Endpoint] = match, true
+		steps = append(steps, discStep{endpoint: pc.Endpoint, match: match})
 	}
+	return steps
 }
 
 func sameTarget(x, y *location.Descriptor) bool {
@@ -209,131 +298,14 @@ func sameTarget(x, y *location.Descriptor) bool {
 	return x.RID == y.RID && x.Generation == y.Generation && x.SecurityIdentity == y.SecurityIdentity
 }
 
-// ---- mesh actor side -----------------------------------------------------
-
-// autoPeer is an automatic peer this node does not dial: it waits for the
-// smaller RID to dial (wantAwait), or the pair needs no connection
-// (wantExcluded).
-type autoPeer struct {
-	kind     wantKind
-	endpoint string
-	since    time.Time // installed, or its last connection lost
-}
-
-// applyChange carries out one discovery change.
-func (m *meshActor) applyChange(c change) {
-	if m.stopped {
+// ack tells the discovery actor that step seq was applied (or answers a
+// plain Request).
+func ackDisc(c actor.Context, ack *actors.Ref, seq uint64) {
+	if ack != nil {
+		_ = ack.Tell(&discApplied{seq: seq})
 		return
 	}
-	rid := c.d.RID
-	m.removeAuto(rid)
-	d := c.d
-	switch c.kind {
-	case wantDial:
-		in := &intent{
-			cfg: PeerConfig{Endpoint: d.Endpoint, ExpectRID: rid},
-			adm: admission.Intent{Endpoint: d.Endpoint, ExpectRID: rid, ExpectGeneration: d.Generation,
-				ExpectSecurity: d.SecurityIdentity, ConfigGeneration: m.n.cfg.ConfigGeneration},
-			state: PeerConnecting, since: time.Now(), rid: rid, auto: true, desc: true,
-		}
-		m.intents = append(m.intents, in)
-		m.dial(in)
-	case wantAwait, wantExcluded:
-		m.auto[rid] = &autoPeer{kind: c.kind, endpoint: d.Endpoint, since: time.Now()}
-	}
-	m.n.log.Debug().Str("peer", rid).Stringer("change", c.kind).Uint64("peer_generation", d.Generation).Msg("discovery change")
-}
-
-// removeAuto withdraws what discovery installed for rid. A handshake in
-// progress for the withdrawn intent is closed; a ready connection stays
-// (liveness, not the descriptor's TTL, decides that the peer is gone).
-func (m *meshActor) removeAuto(rid string) {
-	delete(m.auto, rid)
-	kept := m.intents[:0]
-	var drop []*pipe
-	for _, in := range m.intents {
-		if !in.auto || in.rid != rid {
-			kept = append(kept, in)
-			continue
-		}
-		in.removed = true
-		if in.p != nil && in.p.getState() != pipeReady {
-			drop = append(drop, in.p)
-		}
-	}
-	for i := len(kept); i < len(m.intents); i++ {
-		m.intents[i] = nil
-	}
-	m.intents = kept
-	for _, p := range drop {
-		m.dropPipe(p, errIntentRemoved)
-	}
-}
-
-// applyDescWeights applies a descriptor's larger revision to a ready link
-// of the same generation: a weight push that was lost converges here.
-func (m *meshActor) applyDescWeights(descs []location.Descriptor) {
-	links := m.n.load().links
-	for i := range descs {
-		d := &descs[i]
-		if l := links[d.RID]; l != nil && l.gen == d.Generation && l.p != nil {
-			m.applyMember(l.p, d.Generation, d.Revision, d.Servers)
-		}
-	}
-}
-
-// matchManual records the descriptor matching a manual endpoint and
-// upgrades its intent when that is allowed.
-func (m *meshActor) matchManual(msg *manualMatch) {
-	for _, in := range m.intents {
-		if in.auto || in.cfg.Endpoint != msg.endpoint {
-			continue
-		}
-		in.pending, in.pendingSet = msg.d, true
-		m.tryUpgrade(in)
-	}
-}
-
-// tryUpgrade replaces a manual intent's expected values with its matched
-// descriptor (RID, positive generation, security identity), or back to
-// endpoint-only when the descriptor is gone. Never while the intent has a
-// pipe (handshake or ready) or is satisfied by a ready link: a healthy
-// connection is not torn down for this, and the old intent must have been
-// closed by liveness first. A NotRequired intent stays as it is.
-func (m *meshActor) tryUpgrade(in *intent) {
-	if !in.pendingSet || in.auto || in.state == PeerNotRequired || in.p != nil {
-		return
-	}
-	if in.rid != "" && m.n.load().links[in.rid] != nil {
-		return
-	}
-	d := in.pending
-	in.pending, in.pendingSet = nil, false
-	adm := admission.Intent{Endpoint: in.cfg.Endpoint, ExpectRID: in.cfg.ExpectRID, ConfigGeneration: in.adm.ConfigGeneration}
-	if d != nil {
-		adm.ExpectRID, adm.ExpectGeneration, adm.ExpectSecurity = d.RID, d.Generation, d.SecurityIdentity
-	}
-	if adm == in.adm {
-		return
-	}
-	in.adm, in.desc = adm, d != nil
-	if d != nil {
-		in.rid = d.RID
-	}
-	m.n.log.Info().Str("endpoint", in.cfg.Endpoint).Str("peer", adm.ExpectRID).Bool("descriptor", in.desc).Msg("manual intent replaced")
-}
-
-// descBacked reports whether discovery backs peer rid with a descriptor.
-func (m *meshActor) descBacked(rid string) bool {
-	if _, ok := m.auto[rid]; ok {
-		return true
-	}
-	for _, in := range m.intents {
-		if in.desc && in.rid == rid {
-			return true
-		}
-	}
-	return false
+	c.Respond(true)
 }
 
 // discoverySpec is the discovery actor, a child of the mesh actor.

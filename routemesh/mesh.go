@@ -170,12 +170,12 @@ func (m *meshActor) Receive(c actor.Context) {
 		c.Respond(m.drain())
 	case *discChange:
 		m.applyChange(msg.c)
-		c.Respond(true)
+		ackDisc(c, msg.ack, msg.seq)
 	case *discWeights:
 		m.applyDescWeights(msg.descs)
 	case *manualMatch:
 		m.matchManual(msg)
-		c.Respond(true)
+		ackDisc(c, msg.ack, msg.seq)
 	case *beginStop:
 		m.n.setState(NodeStopping)
 		c.Respond(true)
@@ -206,6 +206,14 @@ func (m *meshActor) release(msg any) {
 	case *dialDone:
 		if msg.dealer != nil {
 			_ = msg.dealer.Close()
+		}
+	case *discChange: // discovery moves on (its next round redoes what is missing)
+		if msg.ack != nil {
+			_ = msg.ack.Tell(&discApplied{seq: msg.seq})
+		}
+	case *manualMatch:
+		if msg.ack != nil {
+			_ = msg.ack.Tell(&discApplied{seq: msg.seq})
 		}
 	}
 }
