@@ -3,8 +3,6 @@ package routemesh
 import (
 	"context"
 	"sync"
-
-	"github.com/zlink-go/zlink/wire"
 )
 
 // result is the one terminal outcome of a call.
@@ -156,17 +154,3 @@ func (t *callTable) failAll(err error) int {
 
 // wait returns once no call is pending, or with ctx's error.
 func (t *callTable) wait(ctx context.Context) error { return t.pending.wait(ctx) }
-
-// size is the number of pending calls.
-func (t *callTable) size() int {
-	n := 0
-	for i := range t.shards {
-		s := &t.shards[i]
-		s.mu.Lock()
-		n += len(s.byCorr)
-		s.mu.Unlock()
-	}
-	return n
-}
-
-var _ = wire.ErrPeerLost
