@@ -90,11 +90,27 @@ func (n *node) op(s int, fn func(*shard) any, done func(v any, ok bool)) {
 		return
 	}
 	w.after(w.between(0, w.p.maxLat), func() {
-		v := fn(w.shards[s])
-		if n.cut[s] > w.now || w.rng.Float64() < w.p.loss {
+		sh := w.shards[s]
+		sh.last = nil
+		v := fn(sh)
+		wr := sh.last
+		answer := func() {
+			if wr != nil {
+				if wr.lost { // WAIT: the replica never got it
+					return
+				}
+				wr.acked = w.now
+			}
+			if n.cut[s] > w.now || w.rng.Float64() < w.p.loss {
+				return
+			}
+			w.after(w.between(0, w.p.maxLat), func() { finish(v, true) })
+		}
+		if wr != nil && w.p.wait {
+			w.after(wr.replicated-w.now, answer)
 			return
 		}
-		w.after(w.between(0, w.p.maxLat), func() { finish(v, true) })
+		answer()
 	})
 }
 

@@ -14,7 +14,17 @@ type shard struct {
 	leases map[fence.Holder]time.Duration // true time each lease key expires
 	tombs  map[fence.Holder]bool
 	recs   map[int]fence.Record
-	undo   []func() // the last acknowledged writes, newest last
+	writes []*write // the last writes, newest last (a failover may lose them)
+	last   *write   // the write of the operation being applied (nil for a read)
+}
+
+// write is one applied write: how to undo it, when the replica has it,
+// and when the writer was told it succeeded.
+type write struct {
+	undo       func()
+	replicated time.Duration // true time the replica has it
+	acked      time.Duration // true time the answer left (-1: not yet)
+	lost       bool
 }
 
 func (s *shard) ttl() time.Duration {
@@ -26,12 +36,14 @@ func (s *shard) live(h fence.Holder) bool {
 	return ok && exp > s.w.now
 }
 
-// wrote remembers how to undo an acknowledged write (a failover may lose it).
+// wrote remembers how to undo a write; the replica gets it after a lag.
 func (s *shard) wrote(undo func()) {
-	s.undo = append(s.undo, undo)
-	if len(s.undo) > 16 {
-		s.undo = s.undo[1:]
+	wr := &write{undo: undo, replicated: s.w.now + s.w.between(0, s.w.p.replLag), acked: -1}
+	s.writes = append(s.writes, wr)
+	if len(s.writes) > 32 {
+		s.writes = s.writes[1:]
 	}
+	s.last = wr
 }
 
 // createLease is R1's first put: refused when the key exists or the
@@ -96,16 +108,27 @@ func (s *shard) cas(spot int, expect, next fence.Record) bool {
 	return true
 }
 
-// failover promotes the replica, which lacks the last k acknowledged writes.
+// failover promotes the replica: it lacks every write not yet replicated,
+// and (a double failure, with doubleLoss chance) also the last k writes it
+// had. A lost write that was already acknowledged is a lost acknowledged
+// write: from then on overlaps are allowed (and counted).
 func (s *shard) failover(k int) {
-	lost := false
-	for ; k > 0 && len(s.undo) > 0; k-- {
-		s.undo[len(s.undo)-1]()
-		s.undo = s.undo[:len(s.undo)-1]
-		lost = true
-	}
-	if lost && s.w.lossAt < 0 {
-		s.w.lossAt = s.w.now
+	s.w.failovers++
+	double := s.w.rng.Float64() < s.w.p.doubleLoss
+	for i := len(s.writes) - 1; i >= 0; i-- {
+		wr := s.writes[i]
+		if wr.replicated <= s.w.now && !(double && k > 0) {
+			continue
+		}
+		if wr.replicated <= s.w.now {
+			k--
+		}
+		wr.undo()
+		wr.lost = true
+		if wr.acked >= 0 && s.w.lossAt < 0 {
+			s.w.lossAt = s.w.now
+		}
+		s.writes = append(s.writes[:i], s.writes[i+1:]...)
 	}
 }
 
@@ -114,10 +137,13 @@ func (s *shard) restartEmpty() {
 	for spot, rec := range s.recs {
 		s.w.lostClaims[claimKey{spot, rec}] = true
 	}
+	for _, wr := range s.writes {
+		wr.lost = true
+	}
 	clear(s.leases)
 	clear(s.tombs)
 	clear(s.recs)
-	s.undo = nil
+	s.writes = nil
 	if s.w.lossAt < 0 {
 		s.w.lossAt = s.w.now
 	}

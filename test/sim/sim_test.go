@@ -11,7 +11,7 @@ var extraSeeds = flag.Int("seeds", 0, "run this many more seeds (from the clock)
 // fixedSeeds run in make test. The last ones are seeds where a lost lease
 // write lets a newer claim overlap a live activation, so the overlap bound
 // is exercised, not only stated.
-var fixedSeeds = []uint64{1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 1004, 1023, 1110, 1147}
+var fixedSeeds = []uint64{1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 1140, 1258, 1304}
 
 func runSeed(t *testing.T, seed uint64, p params) *world {
 	t.Helper()
@@ -57,6 +57,26 @@ func TestSim_LostWritesOverlapBoundedAndCounted(t *testing.T) {
 	}
 	t.Logf("%d seeds: %d turns, %d overlaps after lost writes (%d by activations whose own claim was lost)",
 		len(fixedSeeds), turns, overlaps, orphans)
+}
+
+// With WAIT (a write counts once the replica has it) a failover loses only
+// writes nobody counted, so even with failovers nothing may overlap; only
+// losing the replica too (double failure) or an empty restart can.
+func TestSim_WaitForReplicaNoOverlapAcrossFailovers(t *testing.T) {
+	p := defaultParams()
+	p.wait, p.doubleLoss, p.emptyRestart = true, 0, false
+	failovers := 0
+	for _, seed := range fixedSeeds {
+		w := runSeed(t, seed, p)
+		if w.overlaps != 0 || w.lossAt >= 0 {
+			t.Fatalf("seed %d: %d overlaps (%d orphans), acknowledged loss at %v, with WAIT and single failovers",
+				seed, w.overlaps, w.orphans, w.lossAt)
+		}
+		failovers += w.failovers
+	}
+	if failovers == 0 {
+		t.Fatal("no failover happened: the test tested nothing")
+	}
 }
 
 // Without faults nothing is ever lost, so nothing may overlap.

@@ -21,22 +21,31 @@ type params struct {
 	shards   int
 	spots    int
 	faults   bool // inject partitions, crashes, freezes
-	lossy    bool // also failovers and empty restarts that lose acknowledged writes
+	lossy    bool // also failovers and empty restarts that can lose acknowledged writes
+	// wait makes a write count only once the replica has it (WAIT 1): the
+	// answer leaves after replication, and fails if a failover lost it.
+	wait         bool
+	replLag      time.Duration // replica lag of one write, drawn in [0, replLag]
+	doubleLoss   float64       // chance a failover also loses replicated writes
+	emptyRestart bool          // the store may restart empty (losing everything)
 }
 
 func defaultParams() params {
 	return params{
-		fence:    fence.Config{TTL: 600 * time.Millisecond, RenewEvery: 100 * time.Millisecond, Rho: 0.01, Margin: 100 * time.Millisecond},
-		maxPause: 90 * time.Millisecond,
-		maxLat:   5 * time.Millisecond,
-		timeout:  50 * time.Millisecond,
-		loss:     0.01,
-		run:      8 * time.Second,
-		nodes:    3,
-		shards:   3,
-		spots:    4,
-		faults:   true,
-		lossy:    true,
+		fence:        fence.Config{TTL: 600 * time.Millisecond, RenewEvery: 100 * time.Millisecond, Rho: 0.01, Margin: 100 * time.Millisecond},
+		maxPause:     90 * time.Millisecond,
+		maxLat:       5 * time.Millisecond,
+		timeout:      50 * time.Millisecond,
+		loss:         0.01,
+		run:          8 * time.Second,
+		nodes:        3,
+		shards:       3,
+		spots:        4,
+		faults:       true,
+		lossy:        true,
+		replLag:      20 * time.Millisecond,
+		doubleLoss:   0.1,
+		emptyRestart: true,
 	}
 }
 
@@ -77,6 +86,7 @@ type world struct {
 	calls      int
 	ended      int
 	turns      int
+	failovers  int
 	overlaps   int // turns that overlapped a newer claim after a lost write
 	orphans    int // of those, by an activation whose own claim was lost
 	lostClaims map[claimKey]bool
@@ -164,10 +174,12 @@ func (w *world) faultLoop() {
 	switch {
 	case r < 25: // a shard fails over and loses its last acknowledged writes
 		w.shards[w.rng.IntN(len(w.shards))].failover(1 + w.rng.IntN(3))
-	case r < 28: // the whole store restarts empty
+	case r < 28 && w.p.emptyRestart: // the whole store restarts empty
 		for _, s := range w.shards {
 			s.restartEmpty()
 		}
+	case r < 28:
+		w.shards[w.rng.IntN(len(w.shards))].failover(1 + w.rng.IntN(3))
 	case r < 55: // a node is cut from one shard only
 		n, s := w.nodes[w.rng.IntN(len(w.nodes))], w.rng.IntN(len(w.shards))
 		n.cutUntil(s, w.now+w.between(0, 2*w.p.fence.TTL))
