@@ -18,6 +18,19 @@ type pending struct {
 	done chan result // buffered 1: completion never blocks
 	pipe string      // pipe the request went out on ("" = local)
 	rid  string
+	// notify, when set (an asynchronous call), receives the result instead
+	// of done; it runs on the completing goroutine and must not block.
+	notify func(result)
+}
+
+// finish hands r to whoever waits: exactly once, by whoever removed the
+// entry from the table.
+func (p *pending) finish(r result) {
+	if p.notify != nil {
+		p.notify(r)
+		return
+	}
+	p.done <- r
 }
 
 // callTable correlates requests with replies and guarantees exactly one
@@ -53,6 +66,20 @@ func (t *callTable) shard(corr uint64) *callShard { return &t.shards[corr&15] }
 func (t *callTable) add(corr uint64, pipe, rid string) *pending {
 	p := pendingPool.Get().(*pending)
 	p.pipe, p.rid = pipe, rid
+	t.insert(corr, p)
+	return p
+}
+
+// addNotify registers an asynchronous call: its result goes to notify.
+// Such an entry is not pooled.
+func (t *callTable) addNotify(corr uint64, pipe, rid string, notify func(result)) *pending {
+	p := &pending{pipe: pipe, rid: rid, notify: notify}
+	t.insert(corr, p)
+	return p
+}
+
+func (t *callTable) insert(corr uint64, p *pending) {
+	pipe := p.pipe
 	t.pending.add()
 	s := t.shard(corr)
 	s.mu.Lock()
@@ -64,7 +91,6 @@ func (t *callTable) add(corr uint64, pipe, rid string) *pending {
 	}
 	set[corr] = struct{}{}
 	s.mu.Unlock()
-	return p
 }
 
 // take removes corr and returns its entry, or nil if it already ended.
@@ -95,7 +121,7 @@ func (t *callTable) complete(corr uint64, r result) bool {
 	if p == nil {
 		return false
 	}
-	p.done <- r
+	p.finish(r)
 	return true
 }
 
@@ -123,7 +149,7 @@ func (t *callTable) failPipe(pipe string, err error) int {
 		s.mu.Unlock()
 		for _, p := range ps {
 			t.pending.done()
-			p.done <- result{err: err, from: p.rid}
+			p.finish(result{err: err, from: p.rid})
 			n++
 		}
 	}
@@ -145,7 +171,7 @@ func (t *callTable) failAll(err error) int {
 		s.mu.Unlock()
 		for _, p := range ps {
 			t.pending.done()
-			p.done <- result{err: err, from: p.rid}
+			p.finish(result{err: err, from: p.rid})
 			n++
 		}
 	}
