@@ -144,6 +144,10 @@ func TestAsync_EveryTerminalResultArrives(t *testing.T) {
 		t.Fatalf("peer lost: %+v", r)
 	}
 	close(release)
+	waitFor(t, "the client dropping the stopped server", 5*time.Second, func() bool {
+		p, ok := status(t, cli).Peer("srv")
+		return !ok || p.State != routemesh.PeerReady
+	})
 	_ = cli.CallNodeAsync("srv", "echo", nil, time.Second, ref, "after")
 	expect("after", zlink.ErrNoTarget)
 	if err := cli.Stop(ctxT(t, 5*time.Second)); err != nil {
