@@ -143,6 +143,10 @@ type entry struct {
 	live      liveness
 	withdrawn bool
 	cancel    context.CancelFunc
+	// drop ends the current connection (nil between connections): a
+	// publisher that timed out is dialed again rather than left on a
+	// connection TCP may keep half-open for a long time.
+	drop context.CancelFunc
 }
 
 // poll lists the channel's publishers (at once when now is set, then every
@@ -207,7 +211,10 @@ func (r *subRun) checkLiveness() {
 	defer r.mu.Unlock()
 	for k, e := range r.entries {
 		if e.live.check(now, s.cfg.ReceiveTimeout) {
-			s.log.Warn().Str("peer", k).Msg("fanout publisher timed out")
+			s.log.Warn().Str("peer", k).Msg("fanout publisher timed out; dialing again")
+			if e.drop != nil {
+				e.drop()
+			}
 		}
 		if e.withdrawn && e.live.expired(now, s.cfg.ReceiveTimeout) {
 			e.cancel()
@@ -239,7 +246,11 @@ func (r *subRun) runConn(ctx context.Context, e *entry) {
 	log := s.log.With().Str("peer", e.key).Logger()
 	backoff := reconnectMin
 	for ctx.Err() == nil {
-		sock := zmq4.NewSub(zguard.WithConfig(ctx, s.gcfg),
+		cctx, drop := context.WithCancel(ctx)
+		r.mu.Lock()
+		e.drop = drop
+		r.mu.Unlock()
+		sock := zmq4.NewSub(zguard.WithConfig(cctx, s.gcfg),
 			zmq4.WithDialerMaxRetries(0), zmq4.WithDialerTimeout(s.gcfg.HandshakeTimeout))
 		for _, t := range s.cfg.Topics {
 			_ = sock.SetOption(zmq4.OptionSubscribe, t)
@@ -247,6 +258,7 @@ func (r *subRun) runConn(ctx context.Context, e *entry) {
 		_ = sock.SetOption(zmq4.OptionSubscribe, heartbeatTopic)
 		if err := sock.Dial(ep); err != nil {
 			_ = sock.Close()
+			drop()
 			log.Debug().Err(err).Msg("fanout dial failed")
 			if !sleepCtx(ctx, jitter(backoff)) {
 				return
@@ -256,8 +268,11 @@ func (r *subRun) runConn(ctx context.Context, e *entry) {
 		}
 		backoff = reconnectMin
 		log.Debug().Msg("fanout connected")
+		stop := context.AfterFunc(cctx, func() { _ = sock.Close() }) // a drop ends Recv
 		err := r.receive(sock, e)
+		stop()
 		_ = sock.Close()
+		drop()
 		if ctx.Err() == nil {
 			log.Debug().Err(err).Msg("fanout connection lost")
 		}
