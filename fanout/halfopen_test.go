@@ -105,7 +105,6 @@ func (p *cutProxy) close() {
 	p.wg.Wait()
 }
 
-
 // A publisher whose host vanishes leaves a half-open connection that TCP
 // keeps for a long time. The subscriber must not wait for TCP: when the
 // publisher times out it drops the socket and dials again, so a publisher
