@@ -3,14 +3,17 @@ package location
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -45,13 +48,14 @@ func NewRedis(ctx context.Context, cfg RedisConfig) (*Redis, error) {
 		SelectDB:         cfg.DB,
 		Username:         cfg.Username,
 		Password:         cfg.Password,
+		TLSConfig:        cfg.TLS.Clone(),
 		ClientName:       "zlink",
 		Dialer:           net.Dialer{Timeout: cfg.DialTimeout},
 		ConnWriteTimeout: cfg.OpTimeout,
 		DisableCache:     true,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("zlink: connect redis %s: %w", cfg.Addr, err)
+		return nil, fmt.Errorf("zlink: connect redis %s%s: %w%s", cfg.Addr, overTLS(cfg), err, dialHint(cfg, err))
 	}
 	r := &Redis{cfg: cfg, client: client}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
@@ -60,9 +64,34 @@ func NewRedis(ctx context.Context, cfg RedisConfig) (*Redis, error) {
 	if err := client.Do(pctx, client.B().Ping().Build()).Error(); err != nil {
 		client.Close()
 		r.cancel()
-		return nil, fmt.Errorf("zlink: ping redis %s: %w", cfg.Addr, err)
+		return nil, fmt.Errorf("zlink: ping redis %s%s: %w%s", cfg.Addr, overTLS(cfg), err, dialHint(cfg, err))
 	}
 	return r, nil
+}
+
+func overTLS(cfg RedisConfig) string {
+	if cfg.TLS != nil {
+		return " over TLS"
+	}
+	return ""
+}
+
+// dialHint explains the usual causes of a failed first contact, the TLS
+// mismatches in particular, whose raw errors (a reset, a timeout) say little.
+func dialHint(cfg RedisConfig, err error) string {
+	var verify *tls.CertificateVerificationError
+	switch {
+	case errors.As(err, &verify):
+		return " (the server certificate is not trusted by the configured CA or does not name the host)"
+	case cfg.TLS == nil && (errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF)):
+		return " (the server closed the connection without a reply: if it serves TLS only, use rediss://)"
+	case cfg.TLS != nil && (errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) ||
+		strings.Contains(err.Error(), "tls: certificate required")):
+		return " (the server closed the connection during or right after the TLS handshake: does it require a client certificate (cert=, key=) signed by its CA?)"
+	case cfg.TLS != nil && errors.Is(err, context.DeadlineExceeded):
+		return " (no TLS handshake completed in time: unreachable, or the server does not speak TLS (redis://)?)"
+	}
+	return ""
 }
 
 // Close implements Store.
