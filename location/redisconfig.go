@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // RedisConfig configures NewRedis. Zero fields take the defaults of
@@ -40,6 +42,10 @@ type RedisConfig struct {
 	// OpTimeout bounds each operation whose ctx has no deadline, so no call
 	// hangs while Redis is unreachable. Default 5s.
 	OpTimeout time.Duration
+	// Logger receives a warning the first time a corrupted record is
+	// skipped or refused under a given key (later ones of that key at
+	// debug level). Default: the zero Logger, which logs nothing.
+	Logger zerolog.Logger
 }
 
 // DefaultRedisConfig returns the defaults (Addr is left empty).
