@@ -69,7 +69,7 @@ return 1
 
 // KEYS[1] index. ARGV: 1 item key prefix, 2 max RID bytes, 3 max blob
 // bytes. Returns {rid, gen, rev, blob, ...} of every existing item (a
-// missing field, or every field of a key that is not a hash, as ''; long
+// missing field, or every field of a key that is not a hash, as ”; long
 // values clipped) and prunes index members whose item expired.
 var listScript = rueidis.NewLuaScript(luaClip + `
 local out = {}
@@ -95,7 +95,7 @@ return out
 `)
 
 // KEYS[1] item. ARGV: 1 max blob bytes. Returns {gen, rev, blob} (a
-// missing field, or every field of a key that is not a hash, as ''; long
+// missing field, or every field of a key that is not a hash, as ”; long
 // values clipped), or {} when the key does not exist.
 var getScript = rueidis.NewLuaScriptReadOnly(luaClip + `
 if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
@@ -150,7 +150,7 @@ return 1
 `)
 
 // KEYS[1] spot record. ARGV: 1 node key prefix. Returns {owner, gen, epoch}
-// of a live owner (long values clipped; three '' when the record is not a
+// of a live owner (long values clipped; three ” when the record is not a
 // hash), or an empty array.
 var ownerScript = rueidis.NewLuaScriptReadOnly(luaClip + `
 local rec = redis.pcall('HMGET', KEYS[1], 'owner', 'gen', 'epoch')
