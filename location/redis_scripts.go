@@ -26,8 +26,8 @@ local function lt(a, b)
 end
 `
 
-// KEYS[1] item, KEYS[2] index. ARGV: 1 gen, 2 rev (” = no revision check),
-// 3 blob, 4 ttl ms, 5 rid, 6 event channel (” = no event).
+// KEYS[1] item, KEYS[2] index. ARGV: 1 gen, 2 rev (empty = no revision check),
+// 3 blob, 4 ttl ms, 5 rid, 6 event channel (empty = no event).
 // Returns 'ok' or 'stale' (lower revision of the same generation).
 var putScript = rueidis.NewLuaScript(luaLess + `
 local old = redis.call('HMGET', KEYS[1], 'gen', 'rev', 'd')
@@ -57,7 +57,7 @@ end
 return 1
 `)
 
-// KEYS[1] item, KEYS[2] index. ARGV: 1 gen, 2 rid, 3 event channel (” =
+// KEYS[1] item, KEYS[2] index. ARGV: 1 gen, 2 rid, 3 event channel (empty =
 // none). Returns 1 or 0.
 var deleteScript = rueidis.NewLuaScript(`
 if redis.call('HGET', KEYS[1], 'gen') ~= ARGV[1] then return 0 end
@@ -69,7 +69,7 @@ return 1
 
 // KEYS[1] index. ARGV: 1 item key prefix, 2 max RID bytes, 3 max blob
 // bytes. Returns {rid, gen, rev, blob, ...} of every existing item (a
-// missing field, or every field of a key that is not a hash, as ”; long
+// missing field, or every field of a key that is not a hash, as an empty string; long
 // values clipped) and prunes index members whose item expired.
 var listScript = rueidis.NewLuaScript(luaClip + `
 local out = {}
@@ -95,7 +95,7 @@ return out
 `)
 
 // KEYS[1] item. ARGV: 1 max blob bytes. Returns {gen, rev, blob} (a
-// missing field, or every field of a key that is not a hash, as ”; long
+// missing field, or every field of a key that is not a hash, as an empty string; long
 // values clipped), or {} when the key does not exist.
 var getScript = rueidis.NewLuaScriptReadOnly(luaClip + `
 if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
@@ -150,7 +150,7 @@ return 1
 `)
 
 // KEYS[1] spot record. ARGV: 1 node key prefix. Returns {owner, gen, epoch}
-// of a live owner (long values clipped; three ” when the record is not a
+// of a live owner (long values clipped; three empty strings when the record is not a
 // hash), or an empty array.
 var ownerScript = rueidis.NewLuaScriptReadOnly(luaClip + `
 local rec = redis.pcall('HMGET', KEYS[1], 'owner', 'gen', 'epoch')
