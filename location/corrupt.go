@@ -15,7 +15,7 @@ const maxCorruptKeys = 1024
 type RedisStats struct {
 	// CorruptRecords counts records read back that did not decode, were
 	// invalid or contradicted their key: skipped by a listing, or returned
-	// as ErrCorrupt by GetDescriptor, Owner, Claim or Transfer. The same
+	// as ErrCorrupt by GetDescriptor, Owner or Claim. The same
 	// stored record counts once per read.
 	CorruptRecords uint64
 }
