@@ -251,6 +251,12 @@ func TestRedis_CorruptOwnership(t *testing.T) {
 		{name: "generation with leading zero", fields: []string{"a", "01", "4"}, owner: location.ErrNotFound, epoch: 5},
 		{name: "owner not a node", fields: []string{"ghost", "1", "4"}, owner: location.ErrNotFound, epoch: 5},
 		{name: "released", fields: []string{"", "", "4"}, owner: location.ErrNotFound, epoch: 5},
+		{name: "no epoch field", write: func(key string) {
+			e.do(e.raw.B().Hset().Key(key).FieldValue().FieldValue("owner", "a").FieldValue("gen", "1").Build())
+		}, owner: location.ErrCorrupt, claim: location.ErrCorrupt},
+		{name: "no gen field", write: func(key string) {
+			e.do(e.raw.B().Hset().Key(key).FieldValue().FieldValue("owner", "a").FieldValue("epoch", "3").Build())
+		}, owner: location.ErrNotFound, epoch: 4},
 		{name: "not a hash", write: func(key string) { e.do(e.raw.B().Set().Key(key).Value("x").Build()) },
 			owner: location.ErrCorrupt, claim: errors.New("any error")},
 	} {

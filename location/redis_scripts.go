@@ -69,8 +69,9 @@ return 1
 
 // KEYS[1] index. ARGV: 1 item key prefix, 2 max RID bytes, 3 max blob
 // bytes. Returns {rid, gen, rev, blob, ...} of every existing item (a
-// missing field, or every field of a key that is not a hash, as an empty string; long
-// values clipped) and prunes index members whose item expired.
+// missing field, or every field of a key that is not a hash, as an empty
+// string; long values clipped) and prunes index members whose item
+// expired.
 var listScript = rueidis.NewLuaScript(luaClip + `
 local out = {}
 local maxrid, maxblob = tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -95,8 +96,8 @@ return out
 `)
 
 // KEYS[1] item. ARGV: 1 max blob bytes. Returns {gen, rev, blob} (a
-// missing field, or every field of a key that is not a hash, as an empty string; long
-// values clipped), or {} when the key does not exist.
+// missing field, or every field of a key that is not a hash, as an empty
+// string; long values clipped), or {} when the key does not exist.
 var getScript = rueidis.NewLuaScriptReadOnly(luaClip + `
 if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
 local rec = redis.pcall('HMGET', KEYS[1], 'gen', 'rev', 'd')
@@ -106,16 +107,18 @@ return {clip(rec[1] or '', 24), clip(rec[2] or '', 24), clip(rec[3] or '', tonum
 
 // KEYS[1] spot record. ARGV: 1 node key prefix, 2 rid, 3 gen.
 // Returns {status, owner, gen, epoch}; status is ok, owned, nolease or
-// corrupt (the stored epoch is not a decimal in 1..999999999999999, so the
-// next one could not be computed exactly; the record is left alone).
+// corrupt (the stored epoch is missing under an owner, or not a decimal in
+// 1..999999999999999, so the next one could not be computed exactly; the
+// record is left alone).
 var claimScript = rueidis.NewLuaScript(luaClip + `
 if redis.call('HGET', ARGV[1] .. ARGV[2], 'gen') ~= ARGV[3] then return {'nolease', '', '', ''} end
 local rec = redis.call('HMGET', KEYS[1], 'owner', 'gen', 'epoch')
 local owner, gen, epoch = rec[1], rec[2], rec[3]
-if epoch and not (#epoch <= 15 and string.match(epoch, '^[1-9][0-9]*$')) then
-  return {'corrupt', clip(owner or '', 256), clip(gen or '', 24), clip(epoch, 24)}
+local owned = owner and owner ~= ''
+if (epoch or owned) and not (epoch and #epoch <= 15 and string.match(epoch, '^[1-9][0-9]*$')) then
+  return {'corrupt', clip(owner or '', 256), clip(gen or '', 24), clip(epoch or '', 24)}
 end
-if owner and owner ~= '' then
+if owned then
   if owner == ARGV[2] and gen == ARGV[3] then return {'ok', owner, gen, epoch} end
   if redis.call('HGET', ARGV[1] .. owner, 'gen') == gen then
     return {'owned', clip(owner, 256), clip(gen or '', 24), epoch}
@@ -150,8 +153,8 @@ return 1
 `)
 
 // KEYS[1] spot record. ARGV: 1 node key prefix. Returns {owner, gen, epoch}
-// of a live owner (long values clipped; three empty strings when the record is not a
-// hash), or an empty array.
+// of a live owner (long values clipped; three empty strings when the
+// record is not a hash), or an empty array.
 var ownerScript = rueidis.NewLuaScriptReadOnly(luaClip + `
 local rec = redis.pcall('HMGET', KEYS[1], 'owner', 'gen', 'epoch')
 if rec.err then return {'', '', ''} end
