@@ -75,10 +75,17 @@ func TestRedis_NewFailsWhenUnreachable(t *testing.T) {
 	}
 }
 
-// The client survives a Redis restart: calls fail (never hang) while the
-// server is down and succeed again after it is back; Watch recovers too.
+// The client survives a Redis restart, over plain TCP and over TLS (new
+// handshakes): calls fail (never hang) while the server is down and succeed
+// again after it is back; Watch recovers too.
 func TestRedis_SurvivesRestart(t *testing.T) {
-	srv := locationtest.StartRedis(t)
+	t.Run("plain", func(t *testing.T) { testSurvivesRestart(t, locationtest.StartRedis(t)) })
+	t.Run("tls", func(t *testing.T) {
+		testSurvivesRestart(t, locationtest.StartRedisTLS(t, locationtest.TLSOptions{Certs: locationtest.GenerateCerts(t)}))
+	})
+}
+
+func testSurvivesRestart(t *testing.T, srv *locationtest.RedisServer) {
 	s := newRedisStore(t, srv)
 	ctx := t.Context()
 	d := locationtest.Desc("m", "a", 1, 1)
