@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/url"
 	"os"
-	"slices"
 )
 
 // TLS query parameters of a rediss:// URL (see ParseRedisURL).
@@ -42,9 +41,7 @@ func tlsFilesFromQuery(q url.Values) (tlsFiles, error) {
 		case tlsParamServerName:
 			f.serverName = vals[0]
 		default:
-			known := []string{tlsParamCA, tlsParamCert, tlsParamKey, tlsParamServerName}
-			slices.Sort(known)
-			return tlsFiles{}, invalidf("unknown parameter %q (known: %v)", name, known)
+			return tlsFiles{}, invalidf("unknown parameter %.64q (known: ca, cert, key, servername)", name)
 		}
 	}
 	if (f.certFile == "") != (f.keyFile == "") {
