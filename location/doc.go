@@ -6,7 +6,8 @@
 //
 //   - Redis (NewRedis, rueidis against a real redis-server, standalone or
 //     Cluster): required by automatic topology and distributed Spots, and
-//     always configured explicitly (ParseRedisURL("redis://HOST:PORT/DB")).
+//     always configured explicitly (ParseRedisURL("redis://HOST:PORT/DB"),
+//     or rediss:// for TLS; see "Connecting securely").
 //   - Memory (NewMemory): an embedded store serving several MeshNodes inside
 //     ONE process (demo, single-process deployments, tests). It is never
 //     shared with another process. Its clock is injectable (WithClock).
@@ -63,6 +64,67 @@
 // RedisConfig.OpTimeout when ctx has none. While Redis is unreachable calls
 // fail with an error; the client reconnects on its own, Watch resubscribes
 // and re-lists.
+//
+// # Connecting securely
+//
+// RedisConfig.TLS (a *tls.Config; nil = plain TCP) makes every connection
+// TLS; Go callers build it themselves, ParseRedisURL builds it from a
+// rediss:// URL:
+//
+//	rediss://[[USER]:PASSWORD@]HOST[:PORT][/DB][?ca=FILE][&cert=FILE&key=FILE][&servername=NAME]
+//
+//	ca          PEM CA bundle the server certificate must chain to
+//	            (default: the system roots)
+//	cert, key   PEM client certificate and key, both or neither, for a server
+//	            with tls-auth-clients yes (mutual TLS)
+//	servername  name verified in the server certificate (default HOST)
+//
+// The server certificate is always verified (TLS 1.2 or later); there is
+// no parameter to skip verification, and a Go TLS config with
+// InsecureSkipVerify is refused unless it sets VerifyConnection or
+// VerifyPeerCertificate. Unknown or repeated parameters, cert without key,
+// unreadable files and files without PEM data are refused with ErrInvalid
+// when the URL is parsed. USER and PASSWORD are sent with AUTH (a Redis 6+
+// ACL user, or PASSWORD alone for requirepass); over redis:// they travel
+// in clear. A failed first contact says why: an untrusted server
+// certificate (the error wraps *tls.CertificateVerificationError), a
+// server that wants a client certificate, a plaintext client on a TLS port
+// ("use rediss://"), or a TLS client on a plain port (no handshake within
+// DialTimeout). In a Cluster every node is dialled with the same config; an
+// empty ServerName is taken from each node's address, so node certificates
+// must name the addresses the cluster announces.
+//
+// # Records read back
+//
+// The store trusts nothing it reads from Redis: anyone who can write to the
+// server can write any bytes under these keys. Every descriptor, publisher
+// and Spot record read back is decoded by a bounded decoder (declared
+// lengths are checked against the bytes present before anything is
+// allocated; unknown fields of a newer writer are skipped when at most 4
+// levels deep) and validated: the same rules as a write, the size limits
+// below, agreement with the key (mesh or channel, RID) and with the gen and
+// rev fields the scripts fence on, and for Spot records an owner RID of at
+// most 256 bytes, a generation in canonical decimal and an epoch in
+// 1..999999999999999 (exact in a Lua double, so an increment inside a
+// script never rounds). ListDescriptors and ListPublishers skip a record
+// that fails; GetDescriptor, Owner and Claim return ErrCorrupt for the
+// record asked about (a Claim over a corrupt epoch changes nothing), and
+// Transfer and Release of a corrupt record fail with ErrFenced, since it
+// cannot equal the valid record they name. Each failure counts in Redis.Stats().CorruptRecords and is
+// logged through RedisConfig.Logger, at warning level the first time per
+// key. The scripts cut long values before replying and tolerate keys of the
+// wrong type, so a hostile record can neither crash a reader nor make a
+// reply unbounded. What validation cannot catch is a well-formed forgery:
+// a writer with access to Redis can publish a valid descriptor for an
+// endpoint it controls, delete records or claim Spots. Keep strangers out
+// of Redis (TLS, ACL, network), and rely on the mesh link's authentication
+// to refuse an impostor endpoint.
+//
+// Size limits, enforced on write (ErrInvalid) and on read (ErrCorrupt):
+// mesh names, RIDs, fanout channels, Server channel names and Spot kinds at
+// most 256 bytes; endpoints and security identities at most 1024 bytes; at
+// most 1024 Servers per descriptor, each weight 0..10000; an encoded
+// record at most 512 KiB.
 //
 // # Boundaries
 //

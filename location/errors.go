@@ -27,6 +27,11 @@ var (
 	ErrNoLease = errors.New("zlink: owner descriptor lease not live")
 	// ErrClosed: the store has been closed.
 	ErrClosed = errors.New("zlink: location store closed")
+	// ErrCorrupt: a record read back from the store does not decode, is
+	// invalid, exceeds a size limit or contradicts the key it is stored
+	// under. Listings skip such records; GetDescriptor, Owner and Claim
+	// return ErrCorrupt for the one they were asked about.
+	ErrCorrupt = errors.New("zlink: corrupted location record")
 )
 
 // OwnedError is returned by Claim when another live owner holds the Spot.
@@ -48,4 +53,8 @@ func (e *OwnedError) Unwrap() error { return ErrOwned }
 
 func invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
+}
+
+func corruptf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...)
 }

@@ -3,18 +3,20 @@ package location
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/redis/rueidis"
-	"github.com/vmihailenco/msgpack/v5"
 )
 
 // Redis is the Location Store on a real Redis server (standalone or Cluster)
@@ -29,6 +31,8 @@ type Redis struct {
 	mu     sync.Mutex     // orders wg.Add in Watch against Close
 	closed atomic.Bool
 	once   sync.Once
+
+	corrupt corruptLog // records skipped or refused as ErrCorrupt
 }
 
 var _ Store = (*Redis)(nil)
@@ -45,13 +49,14 @@ func NewRedis(ctx context.Context, cfg RedisConfig) (*Redis, error) {
 		SelectDB:         cfg.DB,
 		Username:         cfg.Username,
 		Password:         cfg.Password,
+		TLSConfig:        cfg.TLS.Clone(),
 		ClientName:       "zlink",
 		Dialer:           net.Dialer{Timeout: cfg.DialTimeout},
 		ConnWriteTimeout: cfg.OpTimeout,
 		DisableCache:     true,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("zlink: connect redis %s: %w", cfg.Addr, err)
+		return nil, fmt.Errorf("zlink: connect redis %s%s: %w%s", cfg.Addr, overTLS(cfg), err, dialHint(cfg, err))
 	}
 	r := &Redis{cfg: cfg, client: client}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
@@ -60,9 +65,34 @@ func NewRedis(ctx context.Context, cfg RedisConfig) (*Redis, error) {
 	if err := client.Do(pctx, client.B().Ping().Build()).Error(); err != nil {
 		client.Close()
 		r.cancel()
-		return nil, fmt.Errorf("zlink: ping redis %s: %w", cfg.Addr, err)
+		return nil, fmt.Errorf("zlink: ping redis %s%s: %w%s", cfg.Addr, overTLS(cfg), err, dialHint(cfg, err))
 	}
 	return r, nil
+}
+
+func overTLS(cfg RedisConfig) string {
+	if cfg.TLS != nil {
+		return " over TLS"
+	}
+	return ""
+}
+
+// dialHint explains the usual causes of a failed first contact, the TLS
+// mismatches in particular, whose raw errors (a reset, a timeout) say little.
+func dialHint(cfg RedisConfig, err error) string {
+	var verify *tls.CertificateVerificationError
+	switch {
+	case errors.As(err, &verify):
+		return " (the server certificate is not trusted by the configured CA or does not name the host)"
+	case cfg.TLS == nil && (errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF)):
+		return " (the server closed the connection without a reply: if it serves TLS only, use rediss://)"
+	case cfg.TLS != nil && (errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) ||
+		strings.Contains(err.Error(), "tls: certificate required")):
+		return " (the server closed the connection during or right after the TLS handshake: does it require a client certificate (cert=, key=) signed by its CA?)"
+	case cfg.TLS != nil && errors.Is(err, context.DeadlineExceeded):
+		return " (no TLS handshake completed in time: unreachable, or the server does not speak TLS (redis://)?)"
+	}
+	return ""
 }
 
 // Close implements Store.
@@ -205,30 +235,70 @@ func (r *Redis) ListDescriptors(ctx context.Context, mesh string) ([]Descriptor,
 	if err := r.check(); err != nil {
 		return nil, err
 	}
-	return listRecords(ctx, r, "list descriptors", r.nodesKey(mesh), r.nodePrefix(mesh), decodeDescriptor,
+	return listRecords(ctx, r, "list descriptors", r.nodesKey(mesh), r.nodePrefix(mesh),
+		func(rid, gen, rev, blob string) (Descriptor, error) { return descriptorAt(mesh, rid, gen, rev, blob) },
 		func(d Descriptor) string { return d.RID })
 }
 
 // listRecords reads every live record of an index (the Lua script prunes
-// members whose key expired), decodes them and sorts them by RID.
+// members whose key expired), decodes and checks each against its key,
+// skips (and reports) the corrupt ones and sorts the rest by RID.
 func listRecords[T any](ctx context.Context, r *Redis, what, indexKey, prefix string,
-	decode func(string) (T, error), rid func(T) string) ([]T, error) {
+	decode func(rid, gen, rev, blob string) (T, error), rid func(T) string) ([]T, error) {
 	ctx, cancel := r.opCtx(ctx)
 	defer cancel()
-	blobs, err := listScript.Exec(ctx, r.client, []string{indexKey}, []string{prefix}).AsStrSlice()
+	f, err := listScript.Exec(ctx, r.client, []string{indexKey},
+		[]string{prefix, strconv.Itoa(maxNameLen), strconv.Itoa(maxRecordBytes)}).AsStrSlice()
 	if err != nil {
 		return nil, r.wrap(what, err)
 	}
-	out := make([]T, 0, len(blobs))
-	for _, b := range blobs {
-		v, err := decode(b)
+	if len(f)%4 != 0 {
+		return nil, fmt.Errorf("zlink: redis %s: reply of %d fields", what, len(f))
+	}
+	out := make([]T, 0, len(f)/4)
+	for i := 0; i < len(f); i += 4 {
+		v, err := decode(f[i], f[i+1], f[i+2], f[i+3])
 		if err != nil {
-			return nil, err
+			r.corrupt.report(r.cfg.Logger, prefix+f[i], err)
+			continue
 		}
 		out = append(out, v)
 	}
 	slices.SortFunc(out, func(a, b T) int { return cmp.Compare(rid(a), rid(b)) })
 	return out, nil
+}
+
+// descriptorAt decodes the fields of the node key of (mesh, rid) and checks
+// them against the key and against each other: the scripts fence with the
+// gen and rev fields, readers use the blob, so they must agree.
+func descriptorAt(mesh, rid, gen, rev, blob string) (Descriptor, error) {
+	d, err := decodeDescriptor(blob)
+	if err != nil {
+		return Descriptor{}, err
+	}
+	if d.Mesh != mesh || d.RID != rid {
+		return Descriptor{}, corruptf("descriptor %.64s/%.64s stored under %s/%.64s", d.Mesh, d.RID, mesh, rid)
+	}
+	if gen != u64(d.Generation) || rev != u64(d.Revision) {
+		return Descriptor{}, corruptf("descriptor %s/%s: key fields gen %.24q rev %.24q, record generation %d revision %d",
+			mesh, rid, gen, rev, d.Generation, d.Revision)
+	}
+	return d, nil
+}
+
+// publisherAt is descriptorAt for a publisher key of channel.
+func publisherAt(channel, rid, gen, blob string) (Publisher, error) {
+	p, err := decodePublisher(blob)
+	if err != nil {
+		return Publisher{}, err
+	}
+	if p.Channel != channel || p.RID != rid {
+		return Publisher{}, corruptf("publisher %.64s/%.64s stored under %s/%.64s", p.Channel, p.RID, channel, rid)
+	}
+	if gen != u64(p.Generation) {
+		return Publisher{}, corruptf("publisher %s/%s: key field gen %.24q, record generation %d", channel, rid, gen, p.Generation)
+	}
+	return p, nil
 }
 
 // GetDescriptor implements Store.
@@ -239,16 +309,28 @@ func (r *Redis) GetDescriptor(ctx context.Context, mesh, rid string) (Descriptor
 	if err := r.check(); err != nil {
 		return Descriptor{}, err
 	}
+	if rid == "" || len(rid) > maxNameLen {
+		return Descriptor{}, fmt.Errorf("%w: descriptor %s/%.64s", ErrNotFound, mesh, rid)
+	}
 	ctx, cancel := r.opCtx(ctx)
 	defer cancel()
-	blob, err := r.client.Do(ctx, r.client.B().Hget().Key(r.nodePrefix(mesh)+rid).Field("d").Build()).ToString()
-	if rueidis.IsRedisNil(err) {
-		return Descriptor{}, fmt.Errorf("%w: descriptor %s/%s", ErrNotFound, mesh, rid)
-	}
+	key := r.nodePrefix(mesh) + rid
+	f, err := getScript.Exec(ctx, r.client, []string{key}, []string{strconv.Itoa(maxRecordBytes)}).AsStrSlice()
 	if err != nil {
 		return Descriptor{}, r.wrap("get descriptor", err)
 	}
-	return decodeDescriptor(blob)
+	if len(f) == 0 {
+		return Descriptor{}, fmt.Errorf("%w: descriptor %s/%s", ErrNotFound, mesh, rid)
+	}
+	if len(f) != 3 {
+		return Descriptor{}, fmt.Errorf("zlink: redis get descriptor: reply of %d fields", len(f))
+	}
+	d, err := descriptorAt(mesh, rid, f[0], f[1], f[2])
+	if err != nil {
+		r.corrupt.report(r.cfg.Logger, key, err)
+		return Descriptor{}, err
+	}
+	return d, nil
 }
 
 // Watch implements Store. It SUBSCRIBEs to the mesh's event channel and
@@ -378,7 +460,7 @@ func diffInto(w *watcher, known map[string]revKey, list []Descriptor) map[string
 
 func parseEvent(s string) (EventKind, string, bool) {
 	kind, rid, ok := strings.Cut(s, " ")
-	if !ok || rid == "" {
+	if !ok || rid == "" || len(rid) > maxNameLen {
 		return 0, "", false
 	}
 	switch kind {
@@ -425,7 +507,8 @@ func (r *Redis) ListPublishers(ctx context.Context, channel string) ([]Publisher
 	if err := r.check(); err != nil {
 		return nil, err
 	}
-	return listRecords(ctx, r, "list publishers", r.pubsKey(channel), r.pubPrefix(channel), decodePublisher,
+	return listRecords(ctx, r, "list publishers", r.pubsKey(channel), r.pubPrefix(channel),
+		func(rid, gen, _, blob string) (Publisher, error) { return publisherAt(channel, rid, gen, blob) },
 		func(p Publisher) string { return p.RID })
 }
 
@@ -452,25 +535,27 @@ func (r *Redis) DeletePublisher(ctx context.Context, channel, rid string, gen ui
 	return nil
 }
 
-// ownershipReply parses {status, owner, gen, epoch}.
-func ownershipReply(o Ownership, reply []string) (string, Ownership, error) {
+// ownershipReply parses {status, owner, gen, epoch}; a record that does not
+// parse, or status corrupt, is reported and returned as ErrCorrupt.
+func (r *Redis) ownershipReply(o Ownership, reply []string) (string, Ownership, error) {
 	if len(reply) != 4 {
 		return "", Ownership{}, fmt.Errorf("zlink: redis ownership script: %d fields", len(reply))
 	}
-	if reply[0] != "ok" && reply[0] != "owned" {
+	spot := Ownership{Kind: o.Kind, ID: o.ID, Mesh: o.Mesh}
+	switch reply[0] {
+	case "ok", "owned":
+	case "corrupt":
+		err := corruptf("ownership of spot %s/%s: epoch %.24q", o.Kind, o.ID, reply[3])
+		r.corrupt.report(r.cfg.Logger, r.spotKey(o.Mesh, o.Kind, o.ID), err)
+		return reply[0], Ownership{}, err
+	default:
 		return reply[0], Ownership{}, nil
 	}
-	rec, err := parseOwnership(o, reply[1:])
-	return reply[0], rec, err
-}
-
-func parseOwnership(o Ownership, f []string) (Ownership, error) {
-	gen, err1 := strconv.ParseUint(f[1], 10, 64)
-	epoch, err2 := strconv.ParseUint(f[2], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return Ownership{}, fmt.Errorf("zlink: redis ownership record %v: %w", f, err)
+	rec, err := parseOwnership(spot, reply[1:])
+	if err != nil {
+		r.corrupt.report(r.cfg.Logger, r.spotKey(o.Mesh, o.Kind, o.ID), err)
 	}
-	return Ownership{Kind: o.Kind, ID: o.ID, Mesh: o.Mesh, OwnerRID: f[0], OwnerGeneration: gen, Epoch: epoch}, nil
+	return reply[0], rec, err
 }
 
 // Claim implements Store.
@@ -490,7 +575,7 @@ func (r *Redis) Claim(ctx context.Context, o Ownership) (Ownership, error) {
 	if err != nil {
 		return Ownership{}, r.wrap("claim", err)
 	}
-	status, rec, err := ownershipReply(o, reply)
+	status, rec, err := r.ownershipReply(o, reply)
 	switch {
 	case err != nil:
 		return Ownership{}, err
@@ -508,8 +593,8 @@ func (r *Redis) Transfer(ctx context.Context, from Ownership, toRID string, toGe
 	if err := from.validateOwner(); err != nil {
 		return Ownership{}, err
 	}
-	if toRID == "" || toGen == 0 {
-		return Ownership{}, invalidf("transfer target %q generation %d", toRID, toGen)
+	if toRID == "" || len(toRID) > maxNameLen || toGen == 0 {
+		return Ownership{}, invalidf("transfer target %.64q generation %d", toRID, toGen)
 	}
 	if err := r.check(); err != nil {
 		return Ownership{}, err
@@ -523,7 +608,7 @@ func (r *Redis) Transfer(ctx context.Context, from Ownership, toRID string, toGe
 	if err != nil {
 		return Ownership{}, r.wrap("transfer", err)
 	}
-	status, rec, err := ownershipReply(from, reply)
+	status, rec, err := r.ownershipReply(from, reply)
 	switch {
 	case err != nil:
 		return Ownership{}, err
@@ -577,70 +662,12 @@ func (r *Redis) Owner(ctx context.Context, mesh, kind, id string) (Ownership, er
 	if err != nil {
 		return Ownership{}, r.wrap("owner", err)
 	}
-	if len(reply) != 3 {
+	if len(reply) == 0 {
 		return Ownership{}, fmt.Errorf("%w: owner of spot %s/%s in mesh %q", ErrNotFound, kind, id, mesh)
 	}
-	return parseOwnership(o, reply)
-}
-
-// descriptorRecord is the msgpack form of a Descriptor in Redis.
-type descriptorRecord struct {
-	Mesh             string            `msgpack:"m"`
-	RID              string            `msgpack:"r"`
-	Generation       uint64            `msgpack:"g"`
-	Revision         uint64            `msgpack:"v"`
-	Endpoint         string            `msgpack:"e"`
-	Servers          map[string]uint16 `msgpack:"s"`
-	ObjectRole       uint8             `msgpack:"o"`
-	PlacementWeight  uint32            `msgpack:"w"`
-	SecurityIdentity string            `msgpack:"i"`
-	Protocol         uint16            `msgpack:"p"`
-	Draining         bool              `msgpack:"d"`
-}
-
-type publisherRecord struct {
-	Channel    string `msgpack:"c"`
-	RID        string `msgpack:"r"`
-	Generation uint64 `msgpack:"g"`
-	Endpoint   string `msgpack:"e"`
-}
-
-func encodeDescriptor(d Descriptor) (string, error) {
-	b, err := msgpack.Marshal(descriptorRecord{
-		Mesh: d.Mesh, RID: d.RID, Generation: d.Generation, Revision: d.Revision, Endpoint: d.Endpoint,
-		Servers: d.Servers, ObjectRole: uint8(d.ObjectRole), PlacementWeight: d.PlacementWeight,
-		SecurityIdentity: d.SecurityIdentity, Protocol: d.Protocol, Draining: d.Draining,
-	})
+	rec, err := parseOwnership(o, reply)
 	if err != nil {
-		return "", fmt.Errorf("zlink: encode descriptor: %w", err)
+		r.corrupt.report(r.cfg.Logger, r.spotKey(mesh, kind, id), err)
 	}
-	return string(b), nil
-}
-
-func decodeDescriptor(s string) (Descriptor, error) {
-	var r descriptorRecord
-	if err := msgpack.Unmarshal([]byte(s), &r); err != nil {
-		return Descriptor{}, fmt.Errorf("zlink: decode descriptor: %w", err)
-	}
-	return Descriptor{
-		Mesh: r.Mesh, RID: r.RID, Generation: r.Generation, Revision: r.Revision, Endpoint: r.Endpoint,
-		Servers: r.Servers, ObjectRole: ObjectRole(r.ObjectRole), PlacementWeight: r.PlacementWeight,
-		SecurityIdentity: r.SecurityIdentity, Protocol: r.Protocol, Draining: r.Draining,
-	}, nil
-}
-
-func encodePublisher(p Publisher) (string, error) {
-	b, err := msgpack.Marshal(publisherRecord{Channel: p.Channel, RID: p.RID, Generation: p.Generation, Endpoint: p.Endpoint})
-	if err != nil {
-		return "", fmt.Errorf("zlink: encode publisher: %w", err)
-	}
-	return string(b), nil
-}
-
-func decodePublisher(s string) (Publisher, error) {
-	var r publisherRecord
-	if err := msgpack.Unmarshal([]byte(s), &r); err != nil {
-		return Publisher{}, fmt.Errorf("zlink: decode publisher: %w", err)
-	}
-	return Publisher{Channel: r.Channel, RID: r.RID, Generation: r.Generation, Endpoint: r.Endpoint}, nil
+	return rec, err
 }

@@ -14,17 +14,21 @@ import (
 
 var redisPrefix atomic.Int64
 
+// newRedisStore connects to srv through its URL (rediss:// with the
+// test CA and client certificate for a TLS server) with a fresh key prefix.
 func newRedisStore(t *testing.T, srv *locationtest.RedisServer) *location.Redis {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	s, err := location.NewRedis(ctx, location.RedisConfig{
-		Addr:         srv.Addr(),
-		Prefix:       fmt.Sprintf("t%d", redisPrefix.Add(1)),
-		PollInterval: 20 * time.Millisecond,
-		DialTimeout:  2 * time.Second,
-		OpTimeout:    2 * time.Second,
-	})
+	cfg, err := location.ParseRedisURL(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Prefix = fmt.Sprintf("t%d", redisPrefix.Add(1))
+	cfg.PollInterval = 20 * time.Millisecond
+	cfg.DialTimeout = 2 * time.Second
+	cfg.OpTimeout = 2 * time.Second
+	s, err := location.NewRedis(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,11 +44,22 @@ func waitReal(d time.Duration) {
 	<-timer.C
 }
 
+// The suite runs against a standalone plain server and, beside it, a
+// TLS-only server with mutual authentication (certificates generated now).
 func TestRedis_Conformance(t *testing.T) {
-	srv := locationtest.StartRedis(t)
-	locationtest.Run(t, func(t *testing.T) (location.Store, func(time.Duration)) {
-		return newRedisStore(t, srv), waitReal
-	})
+	for name, start := range map[string]func(t *testing.T) *locationtest.RedisServer{
+		"plain": func(t *testing.T) *locationtest.RedisServer { return locationtest.StartRedis(t) },
+		"tls": func(t *testing.T) *locationtest.RedisServer {
+			return locationtest.StartRedisTLS(t, locationtest.TLSOptions{Certs: locationtest.GenerateCerts(t)})
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := start(t)
+			locationtest.Run(t, func(t *testing.T) (location.Store, func(time.Duration)) {
+				return newRedisStore(t, srv), waitReal
+			})
+		})
+	}
 }
 
 func TestRedis_NewFailsWhenUnreachable(t *testing.T) {
@@ -60,10 +75,17 @@ func TestRedis_NewFailsWhenUnreachable(t *testing.T) {
 	}
 }
 
-// The client survives a Redis restart: calls fail (never hang) while the
-// server is down and succeed again after it is back; Watch recovers too.
+// The client survives a Redis restart, over plain TCP and over TLS (new
+// handshakes): calls fail (never hang) while the server is down and succeed
+// again after it is back; Watch recovers too.
 func TestRedis_SurvivesRestart(t *testing.T) {
-	srv := locationtest.StartRedis(t)
+	t.Run("plain", func(t *testing.T) { testSurvivesRestart(t, locationtest.StartRedis(t)) })
+	t.Run("tls", func(t *testing.T) {
+		testSurvivesRestart(t, locationtest.StartRedisTLS(t, locationtest.TLSOptions{Certs: locationtest.GenerateCerts(t)}))
+	})
+}
+
+func testSurvivesRestart(t *testing.T, srv *locationtest.RedisServer) {
 	s := newRedisStore(t, srv)
 	ctx := t.Context()
 	d := locationtest.Desc("m", "a", 1, 1)

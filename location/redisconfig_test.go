@@ -1,11 +1,16 @@
 package location_test
 
 import (
+	"crypto/tls"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/zlink-go/zlink/location"
+	"github.com/zlink-go/zlink/location/locationtest"
 )
 
 func TestParseRedisURL(t *testing.T) {
@@ -36,11 +41,65 @@ func TestParseRedisURL(t *testing.T) {
 		}
 	}
 	for _, in := range []string{
-		"", "127.0.0.1:6379", "http://h:1", "rediss://h:1", "redis://", "redis://h:0",
+		"", "127.0.0.1:6379", "http://h:1", "redis://", "redis://h:0",
 		"redis://h:99999", "redis://h:1/x", "redis://h:1/-1", "redis://h:1?db=2", "redis://h:1/2/3",
 	} {
 		if _, err := location.ParseRedisURL(in); !errors.Is(err, location.ErrInvalid) {
 			t.Errorf("%q: error %v, want ErrInvalid", in, err)
 		}
+	}
+}
+
+func TestParseRedisURL_TLS(t *testing.T) {
+	certs := locationtest.GenerateCerts(t)
+	notPEM := filepath.Join(t.TempDir(), "not.pem")
+	if err := os.WriteFile(notPEM, []byte("hello"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ca, cert, key := certs.CAFile, certs.ClientCertFile, certs.ClientKeyFile
+
+	cfg, err := location.ParseRedisURL("rediss://u:p@h:6380/2?ca=" + ca + "&cert=" + cert + "&key=" + key + "&servername=redis.internal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.TLS == nil || cfg.TLS.RootCAs == nil || len(cfg.TLS.Certificates) != 1 ||
+		cfg.TLS.ServerName != "redis.internal" || cfg.TLS.MinVersion != tls.VersionTLS12 || cfg.TLS.InsecureSkipVerify {
+		t.Fatalf("tls config %+v", cfg.TLS)
+	}
+	if cfg.Addr != "h:6380" || cfg.DB != 2 || cfg.Username != "u" || cfg.Password != "p" {
+		t.Fatalf("config %+v", cfg)
+	}
+	// Without ca the system roots verify the server; no client certificate.
+	cfg, err = location.ParseRedisURL("rediss://h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.TLS == nil || cfg.TLS.RootCAs != nil || len(cfg.TLS.Certificates) != 0 || cfg.Addr != "h:6379" {
+		t.Fatalf("tls config %+v, addr %s", cfg.TLS, cfg.Addr)
+	}
+	if cfg, err := location.ParseRedisURL("redis://h"); err != nil || cfg.TLS != nil {
+		t.Fatalf("redis:// set TLS: %+v %v", cfg.TLS, err)
+	}
+
+	for _, in := range []string{
+		"rediss://h:1?ca=" + ca + "&insecure=1",                     // unknown parameter
+		"rediss://h:1?skip_verify=true",                             // no way to skip verification
+		"rediss://h:1?ca=" + ca + "&ca=" + ca,                       // twice
+		"rediss://h:1?cert=" + cert,                                 // cert without key
+		"rediss://h:1?key=" + key,                                   // key without cert
+		"rediss://h:1?ca=/nonexistent/ca.pem",                       // unreadable
+		"rediss://h:1?ca=" + notPEM,                                 // no certificate in it
+		"rediss://h:1?cert=" + notPEM + "&key=" + key,               // not a key pair
+		"rediss://h:1?cert=" + cert + "&key=" + certs.ServerKeyFile, // key of another certificate
+		"redis://h:1?ca=" + ca,                                      // TLS settings on a plain URL
+		"rediss://h:1?ca=%zz",                                       // bad escape
+	} {
+		if _, err := location.ParseRedisURL(in); !errors.Is(err, location.ErrInvalid) {
+			t.Errorf("%q: error %v, want ErrInvalid", in, err)
+		}
+	}
+	// A password never appears in an error.
+	if _, err := location.ParseRedisURL("rediss://u:hunter2@h:1?bogus=1"); err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("error %v leaks the password", err)
 	}
 }

@@ -71,6 +71,9 @@ func (d Descriptor) validate() error {
 	if err := validMesh(d.Mesh); err != nil {
 		return err
 	}
+	if len(d.RID) > maxNameLen || len(d.Endpoint) > maxEndpointLen || len(d.SecurityIdentity) > maxEndpointLen {
+		return invalidf("descriptor %.64s/%.64s: RID, endpoint or security identity too long", d.Mesh, d.RID)
+	}
 	if d.RID == "" {
 		return invalidf("descriptor of mesh %q: empty RID", d.Mesh)
 	}
@@ -82,6 +85,14 @@ func (d Descriptor) validate() error {
 	}
 	if !d.ObjectRole.Valid() {
 		return invalidf("descriptor %s/%s: object role %v", d.Mesh, d.RID, d.ObjectRole)
+	}
+	if len(d.Servers) > maxServers {
+		return invalidf("descriptor %s/%s: %d servers, more than %d", d.Mesh, d.RID, len(d.Servers), maxServers)
+	}
+	for name, w := range d.Servers {
+		if name == "" || len(name) > maxNameLen || w > maxServerWeight {
+			return invalidf("descriptor %s/%s: server %.64q weight %d", d.Mesh, d.RID, name, w)
+		}
 	}
 	return nil
 }
@@ -99,6 +110,9 @@ type Publisher struct {
 func (p Publisher) validate() error {
 	if err := validChannel(p.Channel); err != nil {
 		return err
+	}
+	if len(p.RID) > maxNameLen || len(p.Endpoint) > maxEndpointLen {
+		return invalidf("publisher %.64s/%.64s: RID or endpoint too long", p.Channel, p.RID)
 	}
 	if p.RID == "" {
 		return invalidf("publisher of channel %q: empty RID", p.Channel)
@@ -129,8 +143,8 @@ func (o Ownership) validateSpot() error {
 	if err := validMesh(o.Mesh); err != nil {
 		return err
 	}
-	if o.Kind == "" || strings.Contains(o.Kind, ":") {
-		return invalidf("spot kind %q", o.Kind)
+	if o.Kind == "" || len(o.Kind) > maxNameLen || strings.Contains(o.Kind, ":") {
+		return invalidf("spot kind %.64q", o.Kind)
 	}
 	if o.ID == "" {
 		return invalidf("spot %s: empty id", o.Kind)
@@ -142,22 +156,22 @@ func (o Ownership) validateOwner() error {
 	if err := o.validateSpot(); err != nil {
 		return err
 	}
-	if o.OwnerRID == "" || o.OwnerGeneration == 0 {
-		return invalidf("spot %s/%s: owner %q generation %d", o.Kind, o.ID, o.OwnerRID, o.OwnerGeneration)
+	if o.OwnerRID == "" || len(o.OwnerRID) > maxNameLen || o.OwnerGeneration == 0 {
+		return invalidf("spot %s/%s: owner %.64q generation %d", o.Kind, o.ID, o.OwnerRID, o.OwnerGeneration)
 	}
 	return nil
 }
 
 func validMesh(mesh string) error {
-	if mesh == "" || strings.ContainsAny(mesh, "{}") {
-		return invalidf("mesh name %q", mesh)
+	if mesh == "" || len(mesh) > maxNameLen || strings.ContainsAny(mesh, "{}") {
+		return invalidf("mesh name %.64q", mesh)
 	}
 	return nil
 }
 
 func validChannel(channel string) error {
-	if channel == "" || strings.ContainsAny(channel, "{}") {
-		return invalidf("fanout channel %q", channel)
+	if channel == "" || len(channel) > maxNameLen || strings.ContainsAny(channel, "{}") {
+		return invalidf("fanout channel %.64q", channel)
 	}
 	return nil
 }

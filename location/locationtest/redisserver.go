@@ -3,8 +3,10 @@ package locationtest
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"fmt"
 	"net"
+	"net/url"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -20,6 +22,10 @@ type RedisServer struct {
 	bin  string
 	dir  string
 	port int
+	tls  *TLSOptions // nil: plain TCP
+	// clientTLS trusts the CA and presents the client certificate; used
+	// by the readiness probe and handed out by TLSConfig.
+	clientTLS *tls.Config
 
 	mu   sync.Mutex // guards cmd, done, out
 	cmd  *exec.Cmd
@@ -30,15 +36,51 @@ type RedisServer struct {
 // startTimeout bounds waiting for a started redis-server to answer PING.
 const startTimeout = 10 * time.Second
 
+// TLSOptions configure a redis-server that speaks only TLS.
+type TLSOptions struct {
+	// Certs is the PKI the server uses (GenerateCerts). Required.
+	Certs *Certs
+	// AuthClients is redis-server's tls-auth-clients: "yes" (a client
+	// certificate signed by Certs.CAFile is required), "optional" or "no".
+	// Default "yes".
+	AuthClients string
+	// ACL holds extra ACL users, each a redis.conf `user` line without the
+	// keyword, e.g. "zl on >secret ~* &* +@all". The default user stays
+	// open unless a line redefines it ("default off").
+	ACL []string
+}
+
 // StartRedis starts redis-server on a free 127.0.0.1 port and stops it at
 // test cleanup.
 func StartRedis(t testing.TB) *RedisServer {
+	t.Helper()
+	return startRedis(t, nil)
+}
+
+// StartRedisTLS starts redis-server with TLS only (--port 0 --tls-port P)
+// on a free 127.0.0.1 port and stops it at test cleanup. A plaintext
+// client cannot talk to it.
+func StartRedisTLS(t testing.TB, opt TLSOptions) *RedisServer {
+	t.Helper()
+	if opt.Certs == nil {
+		t.Fatal("locationtest: StartRedisTLS without certificates")
+	}
+	if opt.AuthClients == "" {
+		opt.AuthClients = "yes"
+	}
+	return startRedis(t, &opt)
+}
+
+func startRedis(t testing.TB, opt *TLSOptions) *RedisServer {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Fatalf("redis-server not found in PATH (%v): run `make test`, which installs it, or `apt-get install -y redis-server`", err)
 	}
-	s := &RedisServer{bin: bin, dir: t.TempDir()}
+	s := &RedisServer{bin: bin, dir: t.TempDir(), tls: opt}
+	if opt != nil {
+		s.clientTLS = opt.Certs.ClientTLS(t)
+	}
 	var lastErr error
 	for range 3 { // the free port may be taken between probe and bind
 		s.port, err = freePort()
@@ -57,8 +99,35 @@ func StartRedis(t testing.TB) *RedisServer {
 // Addr returns host:port of the server (stable across Restart).
 func (s *RedisServer) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
 
-// URL returns redis://Addr.
-func (s *RedisServer) URL() string { return "redis://" + s.Addr() }
+// URL returns redis://Addr, or for a TLS server
+// rediss://Addr?ca=CA&cert=CLIENT&key=CLIENTKEY.
+func (s *RedisServer) URL() string {
+	if s.tls == nil {
+		return "redis://" + s.Addr()
+	}
+	q := url.Values{}
+	q.Set("ca", s.tls.Certs.CAFile)
+	q.Set("cert", s.tls.Certs.ClientCertFile)
+	q.Set("key", s.tls.Certs.ClientKeyFile)
+	return "rediss://" + s.Addr() + "?" + q.Encode()
+}
+
+// TLSConfig returns a client configuration for the server (trusting its
+// CA, presenting the client certificate), or nil for a plain server.
+func (s *RedisServer) TLSConfig() *tls.Config {
+	if s.clientTLS == nil {
+		return nil
+	}
+	return s.clientTLS.Clone()
+}
+
+// Certs returns the PKI of a TLS server, nil for a plain one.
+func (s *RedisServer) Certs() *Certs {
+	if s.tls == nil {
+		return nil
+	}
+	return s.tls.Certs
+}
 
 // Stop kills the server (like a crash: no persistence, all data lost) and
 // waits for it to exit. Idempotent.
@@ -86,10 +155,22 @@ func (s *RedisServer) Restart(t testing.TB) {
 
 func (s *RedisServer) start() error {
 	out := &syncBuffer{}
-	cmd := exec.Command(s.bin,
-		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+	args := []string{"--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--daemonize", "no",
-		"--dir", s.dir, "--protected-mode", "no")
+		"--dir", s.dir, "--protected-mode", "no"}
+	if s.tls == nil {
+		args = append(args, "--port", strconv.Itoa(s.port))
+	} else {
+		c := s.tls.Certs
+		args = append(args, "--port", "0", "--tls-port", strconv.Itoa(s.port),
+			"--tls-cert-file", c.ServerCertFile, "--tls-key-file", c.ServerKeyFile,
+			"--tls-ca-cert-file", c.CAFile, "--tls-auth-clients", s.tls.AuthClients)
+		for _, u := range s.tls.ACL {
+			args = append(args, "--user")
+			args = append(args, strings.Fields(u)...)
+		}
+	}
+	cmd := exec.Command(s.bin, args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	configureChild(cmd)
 	if err := cmd.Start(); err != nil {
@@ -105,7 +186,7 @@ func (s *RedisServer) start() error {
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if ping(s.Addr()) {
+		if ping(s.Addr(), s.clientTLS) {
 			s.mu.Lock()
 			s.cmd, s.done, s.out = cmd, done, out
 			s.mu.Unlock()
@@ -123,9 +204,17 @@ func (s *RedisServer) start() error {
 	}
 }
 
-// ping sends an inline PING and expects +PONG.
-func ping(addr string) bool {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
+// ping sends an inline PING and expects +PONG (or -NOAUTH when the
+// default user is off: the server is up), over TLS when cfg is set.
+func ping(addr string, cfg *tls.Config) bool {
+	var c net.Conn
+	var err error
+	d := &net.Dialer{Timeout: time.Second}
+	if cfg != nil {
+		c, err = tls.DialWithDialer(d, "tcp", addr, cfg)
+	} else {
+		c, err = d.Dial("tcp", addr)
+	}
 	if err != nil {
 		return false
 	}
@@ -135,7 +224,8 @@ func ping(addr string) bool {
 		return false
 	}
 	line, err := bufio.NewReader(c).ReadString('\n')
-	return err == nil && strings.TrimSpace(line) == "+PONG"
+	line = strings.TrimSpace(line)
+	return err == nil && (line == "+PONG" || strings.HasPrefix(line, "-NOAUTH"))
 }
 
 func freePort() (int, error) {

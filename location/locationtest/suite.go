@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -207,6 +208,15 @@ func testValidation(t *testing.T, s location.Store, _ func(time.Duration)) {
 		"no rid":       func(d *location.Descriptor) { d.RID = "" },
 		"no mesh":      func(d *location.Descriptor) { d.Mesh = "" },
 		"brace mesh":   func(d *location.Descriptor) { d.Mesh = "a}b" },
+		// Size limits (doc.go): a store never holds what it would refuse
+		// as corrupt when reading it back.
+		"long mesh":        func(d *location.Descriptor) { d.Mesh = strings.Repeat("m", 257) },
+		"long rid":         func(d *location.Descriptor) { d.RID = strings.Repeat("r", 257) },
+		"long endpoint":    func(d *location.Descriptor) { d.Endpoint = strings.Repeat("e", 1025) },
+		"long identity":    func(d *location.Descriptor) { d.SecurityIdentity = strings.Repeat("i", 1025) },
+		"weight 10001":     func(d *location.Descriptor) { d.Servers = map[string]uint16{"match": 10001} },
+		"empty server":     func(d *location.Descriptor) { d.Servers = map[string]uint16{"": 1} },
+		"long server name": func(d *location.Descriptor) { d.Servers = map[string]uint16{strings.Repeat("s", 257): 1} },
 	} {
 		d := Desc("m", "n", 1, 1)
 		mut(&d)
@@ -222,6 +232,15 @@ func testValidation(t *testing.T, s location.Store, _ func(time.Duration)) {
 	requireIs(t, s.PutDescriptor(ctx, Desc("m", "n", 1, 1), 0), location.ErrInvalid)
 	requireIs(t, s.PutPublisher(ctx, location.Publisher{Channel: "c", RID: "p", Endpoint: "tcp://x:1"}, LongTTL), location.ErrInvalid)
 	requireIs(t, s.PutPublisher(ctx, location.Publisher{Channel: "c", RID: "p", Generation: 1}, LongTTL), location.ErrInvalid)
+	requireIs(t, s.PutPublisher(ctx, location.Publisher{Channel: "c", RID: strings.Repeat("p", 257), Generation: 1, Endpoint: "tcp://x:1"}, LongTTL), location.ErrInvalid)
+	// The limits are inclusive.
+	edge := Desc("m", strings.Repeat("r", 256), 1, 1)
+	edge.Endpoint, edge.Servers = strings.Repeat("e", 1024), map[string]uint16{strings.Repeat("s", 256): 10000}
+	requireNoErr(t, s.PutDescriptor(ctx, edge, LongTTL))
+	got, err := s.GetDescriptor(ctx, "m", edge.RID)
+	requireNoErr(t, err)
+	requireDescriptor(t, got, edge)
+	requireNoErr(t, s.DeleteDescriptor(ctx, "m", edge.RID, 1))
 	_, err = s.Claim(ctx, location.Ownership{Mesh: "m", Kind: "a:b", ID: "1", OwnerRID: "n", OwnerGeneration: 1})
 	requireIs(t, err, location.ErrInvalid)
 	_, err = s.Claim(ctx, location.Ownership{Mesh: "m", Kind: "player", ID: "1", OwnerRID: "n"})

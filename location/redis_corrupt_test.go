@@ -1,0 +1,300 @@
+package location_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/rs/zerolog"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/zlink-go/zlink/location"
+	"github.com/zlink-go/zlink/location/locationtest"
+)
+
+// lockedBuffer is a log sink safe for the store's goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// corruptEnv is a store with key prefix "c" and a raw client that writes
+// straight into its keys, as a hostile or broken writer would.
+type corruptEnv struct {
+	t     *testing.T
+	ctx   context.Context
+	store *location.Redis
+	raw   rueidis.Client
+	log   *lockedBuffer
+}
+
+func newCorruptEnv(t *testing.T) *corruptEnv {
+	srv := locationtest.StartRedis(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	t.Cleanup(cancel)
+	log := &lockedBuffer{}
+	s, err := location.NewRedis(ctx, location.RedisConfig{Addr: srv.Addr(), Prefix: "c",
+		Logger: zerolog.New(log).Level(zerolog.WarnLevel)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	raw, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(raw.Close)
+	return &corruptEnv{t: t, ctx: ctx, store: s, raw: raw, log: log}
+}
+
+func (e *corruptEnv) do(cmd rueidis.Completed) {
+	e.t.Helper()
+	if err := e.raw.Do(e.ctx, cmd).Error(); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// hash writes a hash record under key and adds member to index.
+func (e *corruptEnv) hash(index, key, member string, fields ...string) {
+	e.t.Helper()
+	e.do(e.raw.B().Del().Key(key).Build())
+	cmd := e.raw.B().Hset().Key(key).FieldValue()
+	for i := 0; i+1 < len(fields); i += 2 {
+		cmd = cmd.FieldValue(fields[i], fields[i+1])
+	}
+	e.do(cmd.Build())
+	if index != "" {
+		e.do(e.raw.B().Sadd().Key(index).Member(member).Build())
+	}
+}
+
+func blob(t *testing.T, fields map[string]any) string {
+	t.Helper()
+	b, err := msgpack.Marshal(fields)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// descFields is the stored form of a valid descriptor (mesh m, RID rid,
+// generation 1, revision 1) with fields changed by over.
+func descFields(rid string, over map[string]any) map[string]any {
+	f := map[string]any{"m": "m", "r": rid, "g": uint64(1), "v": uint64(1), "e": "tcp://h:1", "o": uint8(3)}
+	for k, v := range over {
+		if v == nil {
+			delete(f, k)
+		} else {
+			f[k] = v
+		}
+	}
+	return f
+}
+
+// Corrupted descriptors written into Redis are skipped by ListDescriptors
+// (which still lists the good one), refused by GetDescriptor with
+// ErrCorrupt, counted, and logged once per key.
+func TestRedis_CorruptDescriptors(t *testing.T) {
+	e := newCorruptEnv(t)
+	good := locationtest.Desc("m", "good", 1, 1)
+	if err := e.store.PutDescriptor(e.ctx, good, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	const index, prefix = "c:{mesh:m}:nodes", "c:{mesh:m}:node:"
+	long := strings.Repeat("x", 600<<10)
+	for _, tc := range []struct {
+		name, rid string
+		fields    []string // hash fields; nil: see write
+		write     func(key string)
+		notFound  bool // GetDescriptor says ErrNotFound rather than ErrCorrupt
+	}{
+		{name: "not msgpack", rid: "a", fields: []string{"gen", "1", "rev", "1", "d", "garbage"}},
+		{name: "generation 0", rid: "b", fields: []string{"gen", "0", "rev", "1", "d", blob(t, descFields("b", map[string]any{"g": uint64(0)}))}},
+		{name: "empty RID in record", rid: "c", fields: []string{"gen", "1", "rev", "1", "d", blob(t, descFields("", nil))}},
+		{name: "other RID in record", rid: "d", fields: []string{"gen", "1", "rev", "1", "d", blob(t, descFields("good", nil))}},
+		{name: "other mesh in record", rid: "e", fields: []string{"gen", "1", "rev", "1", "d", blob(t, descFields("e", map[string]any{"m": "other"}))}},
+		{name: "gen field disagrees", rid: "f", fields: []string{"gen", "2", "rev", "1", "d", blob(t, descFields("f", nil))}},
+		{name: "rev field disagrees", rid: "g", fields: []string{"gen", "1", "rev", "7", "d", blob(t, descFields("g", nil))}},
+		{name: "no role", rid: "h", fields: []string{"gen", "1", "rev", "1", "d", blob(t, descFields("h", map[string]any{"o": nil}))}},
+		{name: "weight above 10000", rid: "i", fields: []string{"gen", "1", "rev", "1", "d", blob(t, descFields("i", map[string]any{"s": map[string]uint16{"match": 65535}}))}},
+		{name: "oversized endpoint", rid: "j", fields: []string{"gen", "1", "rev", "1", "d", blob(t, descFields("j", map[string]any{"e": long}))}},
+		{name: "oversized blob", rid: "k", fields: []string{"gen", "1", "rev", "1", "d", long}},
+		{name: "no blob", rid: "l", fields: []string{"gen", "1", "rev", "1"}},
+		{name: "not a hash", rid: "n", write: func(key string) {
+			e.do(e.raw.B().Set().Key(key).Value("hello").Build())
+			e.do(e.raw.B().Sadd().Key(index).Member("n").Build())
+		}},
+		{name: "oversized RID member", rid: strings.Repeat("r", 1000), notFound: true, fields: []string{"gen", "1", "rev", "1",
+			"d", blob(t, descFields(strings.Repeat("r", 1000), nil))}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := e.store.Stats().CorruptRecords
+			key := prefix + tc.rid
+			if tc.write != nil {
+				tc.write(key)
+			} else {
+				e.hash(index, key, tc.rid, tc.fields...)
+			}
+			defer e.do(e.raw.B().Srem().Key(index).Member(tc.rid).Build())
+			for range 2 { // the second listing logs no second warning
+				list, err := e.store.ListDescriptors(e.ctx, "m")
+				if err != nil {
+					t.Fatalf("list: %v", err)
+				}
+				if len(list) != 1 || list[0].RID != "good" {
+					t.Fatalf("list %+v, want only the good descriptor", list)
+				}
+			}
+			if got := e.store.Stats().CorruptRecords - before; got != 2 {
+				t.Fatalf("corrupt counter +%d, want +2", got)
+			}
+			_, err := e.store.GetDescriptor(e.ctx, "m", tc.rid)
+			want := location.ErrCorrupt
+			if tc.notFound {
+				want = location.ErrNotFound
+			}
+			if !errors.Is(err, want) {
+				t.Fatalf("get: error %v, want %v", err, want)
+			}
+			if n := strings.Count(e.log.String(), `"key":"`+key[:min(len(key), 40)]); n != 1 {
+				t.Fatalf("%d warnings for %s, want 1:\n%s", n, key, e.log.String())
+			}
+		})
+	}
+	// The good descriptor was never disturbed.
+	if got, err := e.store.GetDescriptor(e.ctx, "m", "good"); err != nil || got.Endpoint != good.Endpoint {
+		t.Fatalf("good descriptor: %+v %v", got, err)
+	}
+}
+
+func TestRedis_CorruptPublishers(t *testing.T) {
+	e := newCorruptEnv(t)
+	good := location.Publisher{Channel: "news", RID: "good", Generation: 1, Endpoint: "tcp://h:1"}
+	if err := e.store.PutPublisher(e.ctx, good, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	const index, prefix = "c:{fanout:news}:pubs", "c:{fanout:news}:pub:"
+	pub := func(rid string, over map[string]any) string {
+		f := map[string]any{"c": "news", "r": rid, "g": uint64(1), "e": "tcp://h:2"}
+		for k, v := range over {
+			f[k] = v
+		}
+		return blob(t, f)
+	}
+	for name, tc := range map[string]struct {
+		rid    string
+		fields []string
+	}{
+		"not msgpack":          {"a", []string{"gen", "1", "rev", "", "d", "\xdf\xff\xff\xff\xff"}},
+		"empty endpoint":       {"b", []string{"gen", "1", "rev", "", "d", pub("b", map[string]any{"e": ""})}},
+		"other channel":        {"c", []string{"gen", "1", "rev", "", "d", pub("c", map[string]any{"c": "sports"})}},
+		"other RID":            {"d", []string{"gen", "1", "rev", "", "d", pub("good", nil)}},
+		"gen field disagrees":  {"e", []string{"gen", "9", "rev", "", "d", pub("e", nil)}},
+		"a descriptor instead": {"f", []string{"gen", "1", "rev", "1", "d", blob(t, descFields("f", nil))}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e.hash(index, prefix+tc.rid, tc.rid, tc.fields...)
+			defer e.do(e.raw.B().Srem().Key(index).Member(tc.rid).Build())
+			pubs, err := e.store.ListPublishers(e.ctx, "news")
+			if err != nil || !slices.Equal(pubs, []location.Publisher{good}) {
+				t.Fatalf("list %+v %v, want only the good publisher", pubs, err)
+			}
+		})
+	}
+	if n := e.store.Stats().CorruptRecords; n != 6 {
+		t.Fatalf("corrupt counter %d, want 6", n)
+	}
+}
+
+// A corrupted Spot record never yields an owner: Owner and Claim refuse
+// it with ErrCorrupt (or treat an owner whose lease does not match as
+// gone), and a refused Claim leaves the record as it was.
+func TestRedis_CorruptOwnership(t *testing.T) {
+	e := newCorruptEnv(t)
+	for _, d := range []location.Descriptor{locationtest.Desc("m", "a", 1, 1), locationtest.Desc("m", "b", 2, 1)} {
+		if err := e.store.PutDescriptor(e.ctx, d, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claimB := location.Ownership{Kind: "room", Mesh: "m", OwnerRID: "b", OwnerGeneration: 2}
+	for _, tc := range []struct {
+		name   string
+		fields []string // owner, gen, epoch
+		write  func(key string)
+		owner  error  // from Owner
+		claim  error  // from Claim by b; nil: succeeds with epoch
+		epoch  uint64 // of the successful claim
+	}{
+		{name: "epoch not a number", fields: []string{"a", "1", "abc"}, owner: location.ErrCorrupt, claim: location.ErrCorrupt},
+		{name: "epoch 0", fields: []string{"a", "1", "0"}, owner: location.ErrCorrupt, claim: location.ErrCorrupt},
+		{name: "epoch in exponent form", fields: []string{"a", "1", "1e3"}, owner: location.ErrCorrupt, claim: location.ErrCorrupt},
+		{name: "epoch beyond exact doubles", fields: []string{"a", "1", "9007199254740993"}, owner: location.ErrCorrupt, claim: location.ErrCorrupt},
+		{name: "epoch missing", fields: []string{"a", "1", ""}, owner: location.ErrCorrupt, claim: location.ErrCorrupt},
+		{name: "generation with leading zero", fields: []string{"a", "01", "4"}, owner: location.ErrNotFound, epoch: 5},
+		{name: "owner not a node", fields: []string{"ghost", "1", "4"}, owner: location.ErrNotFound, epoch: 5},
+		{name: "released", fields: []string{"", "", "4"}, owner: location.ErrNotFound, epoch: 5},
+		{name: "no epoch field", write: func(key string) {
+			e.do(e.raw.B().Hset().Key(key).FieldValue().FieldValue("owner", "a").FieldValue("gen", "1").Build())
+		}, owner: location.ErrCorrupt, claim: location.ErrCorrupt},
+		{name: "no gen field", write: func(key string) {
+			e.do(e.raw.B().Hset().Key(key).FieldValue().FieldValue("owner", "a").FieldValue("epoch", "3").Build())
+		}, owner: location.ErrNotFound, epoch: 4},
+		{name: "not a hash", write: func(key string) { e.do(e.raw.B().Set().Key(key).Value("x").Build()) },
+			owner: location.ErrCorrupt, claim: errors.New("any error")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := strings.ReplaceAll(tc.name, " ", "-")
+			key := "c:{mesh:m}:spot:room:" + id
+			if tc.write != nil {
+				tc.write(key)
+			} else {
+				e.hash("", key, "", "owner", tc.fields[0], "gen", tc.fields[1], "epoch", tc.fields[2])
+			}
+			_, err := e.store.Owner(e.ctx, "m", "room", id)
+			if !errors.Is(err, tc.owner) {
+				t.Fatalf("owner: error %v, want %v", err, tc.owner)
+			}
+			c := claimB
+			c.ID = id
+			got, err := e.store.Claim(e.ctx, c)
+			switch {
+			case tc.claim == nil:
+				if err != nil || got.OwnerRID != "b" || got.Epoch != tc.epoch {
+					t.Fatalf("claim: %+v %v, want b at epoch %d", got, err, tc.epoch)
+				}
+				return
+			case tc.claim == location.ErrCorrupt && !errors.Is(err, location.ErrCorrupt):
+				t.Fatalf("claim: error %v, want ErrCorrupt", err)
+			case err == nil:
+				t.Fatalf("claim of a corrupted record succeeded: %+v", got)
+			}
+			if tc.write == nil { // the refused claim changed nothing
+				rec, err := e.raw.Do(e.ctx, e.raw.B().Hgetall().Key(key).Build()).AsStrMap()
+				if err != nil || rec["owner"] != tc.fields[0] || rec["gen"] != tc.fields[1] || rec["epoch"] != tc.fields[2] {
+					t.Fatalf("record after refused claim %v %v", rec, err)
+				}
+			}
+		})
+	}
+	if e.store.Stats().CorruptRecords == 0 {
+		t.Fatal("corrupt ownership records not counted")
+	}
+}
