@@ -231,3 +231,29 @@ func findTree(n supervisor.Node, path string) (supervisor.Node, bool) {
 	}
 	return supervisor.Node{}, false
 }
+
+// Every error that crosses the wire is matchable through the root package
+// (the README lists the same set).
+func TestErrors_EveryWireCodeReexportedByZlink(t *testing.T) {
+	want := map[string]error{
+		"no_target": zlink.ErrNoTarget, "timeout": zlink.ErrTimeout, "mailbox_full": zlink.ErrMailboxFull,
+		"busy": zlink.ErrBusy, "peer_lost": zlink.ErrPeerLost, "too_large": zlink.ErrTooLarge,
+		"handler": zlink.ErrHandler, "cancelled": zlink.ErrCancelled, "shutting_down": zlink.ErrShuttingDown,
+		"protocol": zlink.ErrProtocol, "unknown_packet": zlink.ErrUnknownPacket, "bad_payload": zlink.ErrBadPayload,
+	}
+	n := 0
+	for c := wire.Code(1); !strings.HasPrefix(c.String(), "code("); c++ {
+		n++
+		e, ok := want[c.String()]
+		if !ok {
+			t.Errorf("wire code %s has no zlink.Err value", c)
+			continue
+		}
+		if err := wire.ErrorOf(c, "x"); !errors.Is(err, e) {
+			t.Errorf("wire code %s rebuilds %v, which does not match its zlink value", c, err)
+		}
+	}
+	if n != len(want) {
+		t.Errorf("%d wire codes, %d zlink values", n, len(want))
+	}
+}
