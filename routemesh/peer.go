@@ -22,7 +22,17 @@ type (
 	// the reader queued before the close is applied first: the peer then
 	// reports one verdict (departed or lost) back to the mesh actor.
 	peerClosed struct{ reason error }
+	// peerClosedLate is peerClosed again, after closeGrace.
+	peerClosedLate struct{ reason error }
 )
+
+// closeGrace is how long the peer actor of an inbound connection waits,
+// after the mesh actor reports the socket closed, before it calls the
+// peer lost: the ROUTER reports a closed connection apart from its
+// frames, so a goodbye read just before the close may still be on its way
+// to this actor. Pending calls on the pipe end with ErrPeerLost at the
+// verdict, so at most this much later.
+const closeGrace = 50 * time.Millisecond
 
 // errGoodbye marks a clean departure: the peer said goodbye before it
 // closed the connection. It is counted as peers_departed, not peers_lost.
@@ -96,6 +106,19 @@ func (a *peerActor) Receive(c actor.Context) {
 			a.control(&msg.env)
 		}
 	case *peerClosed:
+		if a.p.outbound || a.lost || a.self == nil {
+			// An outbound pipe's reader delivers its frames and then the
+			// close, in order: anything sent before is already applied.
+			a.closed(msg.reason)
+			return
+		}
+		self, reason := a.self, msg.reason
+		time.AfterFunc(closeGrace, func() {
+			if self.Tell(&peerClosedLate{reason: reason}) != nil {
+				_ = a.mesh.Tell(&peerLost{p: a.p, reason: &peerVerdict{err: reason}})
+			}
+		})
+	case *peerClosedLate:
 		a.closed(msg.reason)
 	}
 }
@@ -106,7 +129,10 @@ func (a *peerActor) MessageFailed(msg any)  { a.release(msg) }
 func (a *peerActor) MessageDropped(msg any) { a.release(msg) }
 
 func (a *peerActor) release(msg any) {
-	if m, ok := msg.(*peerClosed); ok {
+	switch m := msg.(type) {
+	case *peerClosed:
+		a.closed(m.reason)
+	case *peerClosedLate:
 		a.closed(m.reason)
 	}
 }
