@@ -9,7 +9,8 @@ import (
 
 // Hung-handler detection (after the CUBRID broker's hang check):
 // a handler still running past its caller's deadline is "hung". Each owner
-// counts its own, the tree shows the count on the owner, and when the node
+// counts its own, the tree shows the count on the owner (with the handlers
+// running, info "running", beside the queued messages), and when the node
 // holds HungThreshold or more hung handlers it stops admitting new work
 // (callers get ErrBusy) and says so in status — it never kills live work.
 // Admission resumes by itself once the count drops below the threshold.

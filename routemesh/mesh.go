@@ -358,4 +358,3 @@ func (n *Node) heartbeat(seq uint64) wire.Envelope {
 	return wire.Envelope{Kind: wire.KindHeartbeat, Generation: n.gen, Revision: v.revision,
 		Servers: v.weights, Headroom: n.headroom(v), Draining: v.state == NodeDraining, Seq: seq}
 }
-
