@@ -56,6 +56,14 @@ func TestCLI_RequestNoPeerSaysWhyInTextAndJSON(t *testing.T) {
 	}
 }
 
+func TestCLI_RequestJSONWhenTheStoreIsUnreachable(t *testing.T) {
+	r := cliRun(t, 30*time.Second, "request", "--location", "redis://127.0.0.1:1", "--channel", "match", "--json")
+	l := jsonLines(t, r.stdout)
+	if r.code != 1 || len(l) != 1 || l[0]["summary"] != true || !strings.Contains(l[0]["error"].(string), "127.0.0.1:1") {
+		t.Fatalf("unreachable store --json: exit %d stdout %q", r.code, r.stdout)
+	}
+}
+
 func TestCLI_RequestEmptyMeshInRedisFailsAtOnce(t *testing.T) {
 	redis := locationtest.StartRedis(t)
 	start := time.Now()

@@ -48,6 +48,10 @@ type summaryJSON struct {
 	Errors  int                   `json:"errors"`
 	ByRID   map[string]ridShare   `json:"by_rid"`
 	ByError map[string]*errorKind `json:"by_error,omitempty"`
+	// Error says why nothing could be sent (the Location Store is
+	// unreachable, the node could not start); the process also exits 1
+	// with the same text on stderr.
+	Error string `json:"error,omitempty"`
 }
 
 func newReport(w io.Writer, f *requestFlags) *report {
@@ -148,4 +152,12 @@ func pct(n, of int) float64 {
 		return 0
 	}
 	return float64(n) * 100 / float64(of)
+}
+
+// failed ends a --json run that could not send anything with a summary
+// that says why.
+func (r *report) failed(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_ = r.enc.Encode(summaryJSON{Summary: true, Errors: r.count, ByRID: map[string]ridShare{}, Error: cliText(err.Error())})
 }

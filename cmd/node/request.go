@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -44,7 +45,11 @@ func newRequestCmd() *cobra.Command {
 			if err := f.check(); err != nil {
 				return err
 			}
-			return runRequests(cmd.Context(), f, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			err := runRequests(cmd.Context(), f, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			if err != nil && f.asJSON && err != errSilent && !errors.Is(err, errUsage) && !errors.Is(err, zlink.ErrConfig) {
+				newReport(cmd.OutOrStdout(), f).failed(err) // JSON on every path
+			}
+			return err
 		},
 	}
 	fs := c.Flags()
