@@ -41,7 +41,9 @@ func TestCLI_RequestNoPeerSaysWhyInTextAndJSON(t *testing.T) {
 		{"wrong mesh", []string{"--peer", a.endpoint, "--mesh", "other"}, "wrong_mesh"},
 	}
 	for _, c := range cases {
-		args := append([]string{"request", "--channel", "match", "--wait", "1s"}, c.args...)
+		// A refusal for good ends the wait at once: --wait is far longer
+		// than cliRun's bound.
+		args := append([]string{"request", "--channel", "match", "--wait", "5m"}, c.args...)
 		r := cliRun(t, 20*time.Second, args...)
 		if r.code != 1 || !strings.Contains(r.stdout, "error no_target") || !strings.Contains(r.stdout, c.want) {
 			t.Fatalf("%s: exit %d, stdout %q: want no_target with %q", c.name, r.code, r.stdout, c.want)

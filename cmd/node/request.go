@@ -220,6 +220,11 @@ func waitPeers(ctx context.Context, n *routemesh.Node, manual int, wait time.Dur
 			if (manual > 0 && ready >= manual) || (ready > 0 && connecting == 0) {
 				return nil
 			}
+			// Every manual peer refused us for good (wrong mesh, wrong RID,
+			// bad secret, version): waiting longer changes nothing.
+			if manual > 0 && ready == 0 && allRefused(st) {
+				return fmt.Errorf("no ready peer: %s", peerReasons(st))
+			}
 		}
 		// The deadline holds whether or not the status could be read.
 		if time.Now().After(deadline) {
@@ -285,4 +290,31 @@ func channelWeights(ctx context.Context, n *routemesh.Node, channel string) map[
 		}
 	}
 	return out
+}
+
+// definitiveRejects are the handshake refusals a retry cannot overcome
+// under the same configuration.
+var definitiveRejects = []string{"wrong_mesh", "wrong_rid", "auth", "version", "capability"}
+
+// allRefused reports whether every peer ended its last handshake with a
+// definitive refusal.
+func allRefused(st routemesh.Status) bool {
+	if len(st.Peers) == 0 {
+		return false
+	}
+	for _, p := range st.Peers {
+		_, reason, ok := strings.Cut(p.LastError, "handshake refused by ")
+		if !ok || p.State == routemesh.PeerReady {
+			return false
+		}
+		_, reason, _ = strings.Cut(reason, ": ") // "peer: wrong_rid: …"
+		definitive := false
+		for _, r := range definitiveRejects {
+			definitive = definitive || strings.HasPrefix(reason, r)
+		}
+		if !definitive {
+			return false
+		}
+	}
+	return true
 }
