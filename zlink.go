@@ -2,11 +2,21 @@
 // builder for the MeshNodes of one process (RouteMesh), the Location Store
 // and the other topologies, Start, and the running Host.
 //
+//	var JoinMatch = wire.NewPacket[JoinReq, JoinResult]("JoinMatch") // typed packet
+//
 //	opts := zlink.NewOptions()
 //	mesh := opts.AddRouteMesh("game-mesh").Listen("tcp://127.0.0.1:7001")
-//	mesh.Channel("match").Server().SetWeight(100).HandleRequest("JoinMatch", joinMatch)
+//	routemesh.OnRequest(mesh.Channel("match").Server().SetWeight(100), JoinMatch,
+//		func(c *routemesh.Context, req JoinReq) (JoinResult, error) { ... })
 //	host, err := zlink.Start(ctx, opts) // every startup check happens here
 //	defer host.Stop(ctx)
+//
+//	node := host.Mesh("game-mesh")
+//	err = node.WaitReady(ctx, "match") // a ready target, instead of a retry loop
+//	res, err := routemesh.Call(ctx, node, "match", JoinMatch, JoinReq{Player: "p1"})
+//
+// The byte-slice forms (HandleRequest, Node.Call) remain for tools and
+// proxies. Runnable programs are in examples/.
 //
 // It owns the wiring between packages; the behaviour lives in routemesh/,
 // location/, actors/ and supervisor/. It must not hold any state of its own
@@ -49,6 +59,8 @@ var (
 	// ErrBadPayload: a payload did not decode into the packet's Go type
 	// (the typed helpers routemesh.Call, CallNode, OnRequest, ...).
 	ErrBadPayload = zerr.ErrBadPayload
+	// ErrProtocol: a peer sent a malformed frame or envelope.
+	ErrProtocol = zerr.ErrProtocol
 	// ErrStopped: a Tell or Request on an actor (Node.Ref) that has stopped.
 	ErrStopped = zerr.ErrStopped
 )

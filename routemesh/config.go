@@ -153,6 +153,9 @@ type Context struct {
 	Packet string
 	// From is the calling node's RID.
 	From string
+	// RID is the RID of the node running the handler (its own node), so a
+	// handler can say who answered without capturing its Node.
+	RID string
 }
 
 // RequestHandler answers a request with a reply payload or an error. The

@@ -14,7 +14,8 @@ type counters struct {
 	protocolErrors   atomic.Uint64     // malformed frames, unknown packets on the wire
 	lateFrames       atomic.Uint64     // frames from pipes that are not current
 	handshakeRejects atomic.Uint64
-	peersLost        atomic.Uint64
+	peersLost        atomic.Uint64 // ready peers lost without a goodbye (liveness, socket closed, restart)
+	peersDeparted    atomic.Uint64 // ready peers that said goodbye before leaving (clean departures)
 	discoveryRounds  atomic.Uint64 // discovery re-lists that succeeded
 	discoveryErrors  atomic.Uint64 // discovery re-lists that failed (store unreachable)
 	descriptorPuts   atomic.Uint64 // descriptor writes that succeeded
@@ -43,6 +44,7 @@ func (c *counters) snapshot() map[string]uint64 {
 		"late_frames":       c.lateFrames.Load(),
 		"handshake_rejects": c.handshakeRejects.Load(),
 		"peers_lost":        c.peersLost.Load(),
+		"peers_departed":    c.peersDeparted.Load(),
 		"discovery_rounds":  c.discoveryRounds.Load(),
 		"discovery_errors":  c.discoveryErrors.Load(),
 		"descriptor_puts":   c.descriptorPuts.Load(),

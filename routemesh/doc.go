@@ -2,6 +2,25 @@
 // process, its connections, channels, Node-direct calls, weights, drain
 // and shutdown.
 //
+// # Using it
+//
+// Declare a typed packet once and use it on both sides; the typed helpers
+// encode and decode for you:
+//
+//	var JoinMatch = wire.NewPacket[JoinReq, JoinResult]("JoinMatch")
+//
+//	routemesh.OnRequest(mesh.Channel("match").Server(), JoinMatch,
+//		func(c *routemesh.Context, req JoinReq) (JoinResult, error) { ... }) // c.From called, c.RID answers
+//	err := node.WaitReady(ctx, "match")                                       // bounded by ctx; no retry loop
+//	res, err := routemesh.Call(ctx, node, "match", JoinMatch, req)            // one Server, picked by weight
+//	err = routemesh.Send(ctx, node, "match", Notify, msg)                     // one-way, one Server
+//	out, err := routemesh.CallNode(ctx, node, "match-1", WhoIs, "p1")         // one node by RID
+//	results, err := routemesh.Multicast(ctx, node, "match", Ping, struct{}{}) // every eligible Server once
+//
+// Node.Call, Send, CallNode, SendNode and Multicast are the same verbs on
+// byte slices. Node.SetWeight, Drain and Undrain change routing at run
+// time; Node.Status and the host's tree show what the node sees.
+//
 // Actor tree of a node (every one supervised; see docs/architecture.md for
 // how each rebuilds after a restart):
 //

@@ -76,3 +76,69 @@ func (m *meshActor) drain() error {
 	}
 	return nil
 }
+
+// Undrain undoes Drain: the node returns to new channel selection and
+// multicast without a restart (peers get a drain notice with the flag
+// cleared, heartbeats and the descriptor carry the new revision). A node
+// that is not draining answers nil. A node that is stopping or stopped
+// answers ErrShuttingDown; a Failed node ErrNodeFailed.
+func (n *Node) Undrain(ctx context.Context) error {
+	if err := n.load().refusal(n); err != nil {
+		return err
+	}
+	r, err := n.mesh().Request(ctx, &undrainMsg{})
+	if err != nil {
+		if errors.Is(err, actors.ErrStopped) {
+			if rerr := n.load().refusal(n); rerr != nil {
+				return rerr
+			}
+			return wire.ErrShuttingDown
+		}
+		return err
+	}
+	if err, _ := r.(error); err != nil {
+		return err
+	}
+	n.log.Info().Msg("meshnode undrained")
+	return nil
+}
+
+type undrainMsg struct{}
+
+// undrain runs on the mesh actor, the only writer of the view: Draining
+// goes back to Ready (or to Starting while the owners are being rebuilt,
+// which then resume as Ready), the revision grows, peers and the
+// descriptor learn it.
+func (m *meshActor) undrain() error {
+	n := m.n
+	if m.resume == NodeDraining {
+		m.resume = NodeReady
+	}
+	switch v := n.load(); v.state {
+	case NodeDraining:
+	case NodeReady, NodeStarting:
+		return nil
+	default:
+		if err := v.refusal(n); err != nil {
+			return err
+		}
+		return wire.ErrShuttingDown
+	}
+	v := n.update(func(v *view) {
+		if v.state == NodeDraining {
+			v.state = NodeReady
+			if v.owners == nil {
+				v.state = NodeStarting // onChannelsUp makes it Ready
+			}
+		}
+		v.revision++
+	})
+	up := wire.Envelope{Kind: wire.KindDrain, Draining: false, Generation: n.gen}
+	for _, l := range v.links {
+		_ = l.p.w.control(outItem{env: up})
+	}
+	if n.onRevision != nil {
+		n.onRevision()
+	}
+	return nil
+}

@@ -1,6 +1,7 @@
 package routemesh
 
 import (
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -8,7 +9,8 @@ import (
 
 // Hung-handler detection (after the CUBRID broker's hang check):
 // a handler still running past its caller's deadline is "hung". Each owner
-// counts its own, the tree shows the count on the owner, and when the node
+// counts its own, the tree shows the count on the owner (with the handlers
+// running, info "running", beside the queued messages), and when the node
 // holds HungThreshold or more hung handlers it stops admitting new work
 // (callers get ErrBusy) and says so in status — it never kills live work.
 // Admission resumes by itself once the count drops below the threshold.
@@ -41,18 +43,19 @@ func (h *hungTracker) end(k uint64) {
 	h.mu.Unlock()
 }
 
-// overdue counts the handlers past their deadline at now.
-func (h *hungTracker) overdue(now time.Time) int {
+// overdue counts the handlers past their deadline at now, and all the
+// handlers running.
+func (h *hungTracker) overdue(now time.Time) (hung, running int) {
 	h.mu.Lock()
-	n := 0
 	for _, d := range h.running {
 		if now.After(d) {
-			n++
+			hung++
 		}
 	}
+	running = len(h.running)
 	h.mu.Unlock()
-	h.hung.Store(int64(n))
-	return n
+	h.hung.Store(int64(hung))
+	return hung, running
 }
 
 type hungCheck struct{ epoch uint64 }
@@ -66,10 +69,13 @@ func (m *meshActor) hungSweep() {
 	}
 	now := time.Now()
 	total := 0
+	reg := n.sys.Registry()
 	for _, o := range n.owners(n.load()) {
-		c := o.track.overdue(now)
+		c, running := o.track.overdue(now)
 		total += c
-		n.sys.Registry().SetHung(o.path, c)
+		reg.SetHung(o.path, c)
+		// Running handlers beside the queued messages the tree shows.
+		reg.SetInfo(o.path, "running", strconv.Itoa(running))
 	}
 	limit := n.cfg.HungThreshold
 	cur := n.load()

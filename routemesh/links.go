@@ -51,6 +51,15 @@ func (m *meshActor) makeReady(p *pipe) {
 // pending calls (ErrPeerLost at once), its admission slot; an intent whose
 // pipe it was dials again with backoff.
 func (m *meshActor) dropPipe(p *pipe, reason error) {
+	if v, ok := errors.AsType[*peerVerdict](reason); ok {
+		reason = v.err
+	} else if m.pipes[p.id] == p && !m.stopped && p.getState() == pipeReady && p.link != nil && p.link.peer != nil {
+		// A ready pipe's socket closed or failed: let its peer actor apply
+		// what the reader queued before (a goodbye) and report the verdict.
+		if p.link.peer.Tell(&peerClosed{reason: reason}) == nil {
+			return
+		}
+	}
 	if m.pipes[p.id] != p {
 		// Not registered yet (a dial in flight): mark it closed so the dial
 		// result is discarded, and free the intent.
@@ -72,7 +81,11 @@ func (m *meshActor) dropPipe(p *pipe, reason error) {
 	}
 	if wasReady && p.link != nil {
 		l := p.link
-		n.cnt.peersLost.Add(1)
+		if errors.Is(reason, errGoodbye) {
+			n.cnt.peersDeparted.Add(1)
+		} else {
+			n.cnt.peersLost.Add(1)
+		}
 		if m.adm != nil {
 			// The lifecycle is gone only when no other pipe (a duplicate
 			// that replaced this one) is current for it.

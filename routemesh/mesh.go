@@ -168,6 +168,8 @@ func (m *meshActor) Receive(c actor.Context) {
 		c.Respond(true)
 	case *drainMsg:
 		c.Respond(m.drain())
+	case *undrainMsg:
+		c.Respond(m.undrain())
 	case *discChange:
 		m.applyChange(msg.c)
 		ackDisc(c, msg.ack, msg.seq)

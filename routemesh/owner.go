@@ -85,7 +85,7 @@ func (o *ownerActor) handle(m *inbound) {
 	defer o.n.work.done()
 	e := &m.env
 	hc := &m.hc
-	*hc = Context{Channel: o.channel, Packet: e.Packet, From: m.from.rid}
+	*hc = Context{Channel: o.channel, Packet: e.Packet, From: m.from.rid, RID: o.n.rid}
 	switch e.Kind {
 	case wire.KindSend:
 		h := o.sends[e.Packet]

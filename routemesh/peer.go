@@ -2,6 +2,7 @@ package routemesh
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -16,7 +17,34 @@ import (
 type (
 	peerTick   struct{}
 	controlEnv struct{ env wire.Envelope }
+	// peerClosed is the mesh actor's news that the ready pipe's socket
+	// failed or closed. It goes through the peer actor so that a goodbye
+	// the reader queued before the close is applied first: the peer then
+	// reports one verdict (departed or lost) back to the mesh actor.
+	peerClosed struct{ reason error }
+	// peerClosedLate is peerClosed again, after closeGrace.
+	peerClosedLate struct{ reason error }
 )
+
+// closeGrace is how long the peer actor of an inbound connection waits,
+// after the mesh actor reports the socket closed, before it calls the
+// peer lost: the ROUTER reports a closed connection apart from its
+// frames, so a goodbye read just before the close may still be on its way
+// to this actor. Pending calls on the pipe end with ErrPeerLost at the
+// verdict, so at most this much later.
+const closeGrace = 50 * time.Millisecond
+
+// errGoodbye marks a clean departure: the peer said goodbye before it
+// closed the connection. It is counted as peers_departed, not peers_lost.
+var errGoodbye = errors.New("peer said goodbye")
+
+// peerVerdict is a reason reported by the peer actor itself (liveness,
+// goodbye, restart, or a close it has ordered after its control
+// envelopes); the mesh actor drops the pipe on it at once.
+type peerVerdict struct{ err error }
+
+func (e *peerVerdict) Error() string { return e.err.Error() }
+func (e *peerVerdict) Unwrap() error { return e.err }
 
 // peerActor runs one ready connection's liveness machine and applies the
 // peer's control envelopes (heartbeat, drain, goodbye). The wire is read by
@@ -43,6 +71,8 @@ type peerActor struct {
 func newPeerActor(n *Node, mesh *actors.Ref, p *pipe, l *link) *peerActor {
 	return &peerActor{n: n, mesh: mesh, p: p, l: l}
 }
+
+var _ actors.FailureHandler = (*peerActor)(nil)
 
 func (a *peerActor) Receive(c actor.Context) {
 	switch msg := c.Message().(type) {
@@ -75,7 +105,45 @@ func (a *peerActor) Receive(c actor.Context) {
 		if a.live != nil {
 			a.control(&msg.env)
 		}
+	case *peerClosed:
+		if a.p.outbound || a.lost || a.self == nil {
+			// An outbound pipe's reader delivers its frames and then the
+			// close, in order: anything sent before is already applied.
+			a.closed(msg.reason)
+			return
+		}
+		self, reason := a.self, msg.reason
+		time.AfterFunc(closeGrace, func() {
+			if self.Tell(&peerClosedLate{reason: reason}) != nil {
+				_ = a.mesh.Tell(&peerLost{p: a.p, reason: &peerVerdict{err: reason}})
+			}
+		})
+	case *peerClosedLate:
+		a.closed(msg.reason)
 	}
+}
+
+// MessageFailed and MessageDropped make sure a close the mesh actor handed
+// over still drops the pipe when this actor cannot handle it.
+func (a *peerActor) MessageFailed(msg any)  { a.release(msg) }
+func (a *peerActor) MessageDropped(msg any) { a.release(msg) }
+
+func (a *peerActor) release(msg any) {
+	switch m := msg.(type) {
+	case *peerClosed:
+		a.closed(m.reason)
+	case *peerClosedLate:
+		a.closed(m.reason)
+	}
+}
+
+// closed reports the pipe's socket close, unless a verdict (a goodbye, a
+// liveness loss) was already reported; then the mesh actor drops the pipe
+// on that one and ignores the repeat.
+func (a *peerActor) closed(reason error) {
+	a.stopTimer()
+	a.lost = true
+	_ = a.mesh.Tell(&peerLost{p: a.p, reason: &peerVerdict{err: reason}})
 }
 
 func (a *peerActor) stopTimer() {
@@ -87,7 +155,7 @@ func (a *peerActor) stopTimer() {
 func (a *peerActor) reportLost(reason error) {
 	if !a.lost {
 		a.lost = true
-		_ = a.mesh.Tell(&peerLost{p: a.p, reason: reason})
+		_ = a.mesh.Tell(&peerLost{p: a.p, reason: &peerVerdict{err: reason}})
 	}
 }
 
@@ -127,7 +195,7 @@ func (a *peerActor) control(e *wire.Envelope) {
 			return
 		}
 		a.live.HeartbeatReceived(now)
-		a.l.draining.Store(e.Draining)
+		a.setDraining(e.Draining)
 		a.l.setHeadroom(e.Headroom)
 		a.memberUpdate(e)
 	case wire.KindWeightUpdate:
@@ -135,11 +203,18 @@ func (a *peerActor) control(e *wire.Envelope) {
 		a.memberUpdate(e)
 	case wire.KindDrain:
 		a.live.FrameReceived(now)
-		a.l.draining.Store(e.Draining)
+		a.setDraining(e.Draining)
 	case wire.KindGoodbye:
-		a.reportLost(fmt.Errorf("%w: peer said goodbye", wire.ErrPeerLost))
+		a.reportLost(fmt.Errorf("%w: %w", wire.ErrPeerLost, errGoodbye))
 	default:
 		a.live.FrameReceived(now)
+	}
+}
+
+// setDraining records the peer's drain flag; a change wakes WaitReady.
+func (a *peerActor) setDraining(d bool) {
+	if a.l.draining.Swap(d) != d {
+		a.n.viewChanged()
 	}
 }
 

@@ -41,6 +41,7 @@ func (n *Node) update(edit func(*view)) *view {
 			}
 		}
 		if n.v.CompareAndSwap(cur, &next) {
+			n.viewChanged() // wakes WaitReady/WaitPeers (wait.go)
 			return &next
 		}
 	}

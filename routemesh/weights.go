@@ -47,6 +47,7 @@ func (m *meshActor) applyWeight(msg *setWeight) {
 	})
 	next, rev := v.weights, v.revision
 	n.table.Apply(selection.Member{RID: n.rid, Generation: n.gen, Revision: rev, Servers: next, Local: true})
+	n.viewChanged()
 	up := wire.Envelope{Kind: wire.KindWeightUpdate, Generation: n.gen, Revision: rev, Servers: next}
 	for _, l := range v.links {
 		_ = l.p.w.control(outItem{env: up})
@@ -80,4 +81,5 @@ func (m *meshActor) applyMember(p *pipe, gen, rev uint64, servers map[string]uin
 		return
 	}
 	n.table.Apply(mem)
+	n.viewChanged()
 }

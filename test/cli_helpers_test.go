@@ -243,8 +243,9 @@ func parseSummary(t *testing.T, stdout string) cliSummary {
 		t.Fatalf("summary errors=%q", f["errors"])
 	}
 	if f["by_rid"] != "" {
-		for _, part := range strings.Split(f["by_rid"], ",") {
+		for _, part := range splitTop(f["by_rid"]) {
 			rid, n, _ := strings.Cut(part, ":")
+			n, _, _ = strings.Cut(n, "(") // "a:61(10.2%,weight=100)"
 			v, err := strconv.Atoi(n)
 			if err != nil {
 				t.Fatalf("summary by_rid %q", f["by_rid"])
@@ -252,20 +253,53 @@ func parseSummary(t *testing.T, stdout string) cliSummary {
 			s.byRID[rid] = v
 		}
 	}
-	// The per-result lines agree with the summary.
-	var ok, bad int
+	// The per-result lines (--lines) or the per-kind error lines (the
+	// default) agree with the summary.
+	var ok, bad, kinds int
+	perCall := false
 	for _, l := range lines[:len(lines)-1] {
 		switch {
 		case strings.HasPrefix(l, "ok rid="):
 			ok++
+			perCall = true
+		case strings.HasPrefix(l, "error ") && cliFields(l)["count"] != "":
+			n, err := strconv.Atoi(cliFields(l)["count"])
+			if err != nil {
+				t.Fatalf("error kind line %q", l)
+			}
+			kinds += n
 		case strings.HasPrefix(l, "error "):
 			bad++
+			perCall = true
 		}
 	}
-	if ok != s.ok || bad != s.errors {
+	if perCall && (ok != s.ok || bad != s.errors) {
 		t.Fatalf("result lines ok=%d errors=%d disagree with %q", ok, bad, last)
 	}
+	if !perCall && kinds != s.errors {
+		t.Fatalf("error kind lines count %d errors, summary %q", kinds, last)
+	}
 	return s
+}
+
+// splitTop splits a by_rid value at the commas outside parentheses.
+func splitTop(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i, r := range s {
+		switch r {
+		case '(':
+			depth++
+		case ')':
+			depth--
+		case ',':
+			if depth == 0 {
+				out = append(out, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, s[start:])
 }
 
 // cliGetJSON GETs an admin path and decodes the JSON body into v.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/zlink-go/zlink/internal/zerr"
 )
@@ -168,7 +169,21 @@ func (e *RemoteError) Unwrap() error { return e.Code.Sentinel() }
 
 // ErrorOf rebuilds the error an Error envelope carries, so errors.Is(err,
 // ErrBusy) and friends hold on the caller. It always returns a *RemoteError.
+// The sender's text usually starts with the sentinel's own text (a handler
+// error wrapped as "zlink: handler failed: …"); that prefix is dropped from
+// Message, because Error adds it back, so the rebuilt text reads it once.
 func ErrorOf(code Code, msg string) error {
+	s := code.Sentinel().Error()
+	for {
+		if msg == s {
+			msg = ""
+		}
+		rest, ok := strings.CutPrefix(msg, s+": ")
+		if !ok {
+			break
+		}
+		msg = rest
+	}
 	return &RemoteError{Code: code, Message: msg}
 }
 

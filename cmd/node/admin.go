@@ -68,6 +68,7 @@ func (a *app) routes(hc zlink.HealthConfig) http.Handler {
 	mux.HandleFunc("GET /tree", a.getTree)
 	mux.HandleFunc("POST /weight", a.postWeight)
 	mux.HandleFunc("POST /drain", a.postDrain)
+	mux.HandleFunc("POST /undrain", a.postUndrain)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", a.getHealthz(hc))
 	mux.HandleFunc("GET /readyz", a.getReadyz(hc))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -118,7 +119,25 @@ func parsePeer(s string) (routemesh.PeerConfig, error) {
 	if ep == "" {
 		return routemesh.PeerConfig{}, usagef(fmt.Sprintf("--peer %q: empty endpoint", s))
 	}
+	ep, err := tcpEndpoint("--peer", ep)
+	if err != nil {
+		return routemesh.PeerConfig{}, err
+	}
 	return routemesh.PeerConfig{Endpoint: ep, ExpectRID: rid}, nil
+}
+
+// tcpEndpoint accepts tcp://HOST:PORT and a bare HOST:PORT (which gets
+// tcp://); anything else is refused with what to write.
+func tcpEndpoint(flag, ep string) (string, error) {
+	if strings.HasPrefix(ep, "tcp://") {
+		return ep, nil
+	}
+	if !strings.Contains(ep, "://") {
+		if _, port, err := net.SplitHostPort(ep); err == nil && port != "" {
+			return "tcp://" + ep, nil
+		}
+	}
+	return "", usagef(fmt.Sprintf("%s %q: want tcp://HOST:PORT (or HOST:PORT), e.g. tcp://127.0.0.1:7002", flag, ep))
 }
 
 func parseObjectRole(s string) (routemesh.ObjectRole, error) {
@@ -161,7 +180,9 @@ func newLogger(w io.Writer, level, format string) (zerolog.Logger, error) {
 	switch format {
 	case "", "json":
 	case "console":
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}
+		// Colours only on a terminal (and never with NO_COLOR set): a
+		// file or a pipe gets plain text.
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339, NoColor: !isTerminal(w) || os.Getenv("NO_COLOR") != ""}
 	default:
 		return zerolog.Nop(), usagef(fmt.Sprintf("--log-format %q: want json or console", format))
 	}
@@ -171,7 +192,11 @@ func newLogger(w io.Writer, level, format string) (zerolog.Logger, error) {
 // apply registers one mesh on b; handlers are the built-in ones.
 func (m *meshConfig) apply(b *routemesh.MeshBuilder, bi *builtins, defaultSecret []byte) error {
 	if m.Listen != "" {
-		b.Listen(m.Listen)
+		ep, err := tcpEndpoint("--listen", m.Listen)
+		if err != nil {
+			return err
+		}
+		b.Listen(ep)
 	}
 	if m.Advertise != "" {
 		b.SetAdvertiseHost(m.Advertise)
@@ -231,4 +256,14 @@ func (m *meshConfig) apply(b *routemesh.MeshBuilder, bi *builtins, defaultSecret
 		b.Channel(c).Client()
 	}
 	return nil
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

@@ -45,12 +45,29 @@ func exitCode(err error) int {
 	}
 }
 
-// oneLine keeps an error message on one line of stderr.
+// oneLine keeps an error message on one line of stderr, in the command
+// line's words (cliText).
 func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
+	return strings.Join(strings.Fields(cliText(s)), " ")
 }
 
 var (
 	errNotStarted  = errors.New("zlink: node not started yet")
 	errUnknownMesh = errors.New("zlink: no such mesh on this node")
 )
+
+// apiWords maps names of the Go API and internal transport schemes that
+// runtime messages use to what a command-line user writes instead.
+var apiWords = strings.NewReplacer(
+	"zgtcp://", "tcp://",
+	"SetRoutingIDPrefix", "--rid-prefix",
+	"SetRoutingID", "--rid",
+	"SetLocationStore", "--location",
+	"SetObjectRole", "--object",
+	"AddPeer", "--peer",
+	"a Location Store configured explicitly", "--location redis://HOST:PORT",
+)
+
+// cliText rewrites a runtime message for the command line: no internal
+// scheme names, no Go API names.
+func cliText(s string) string { return apiWords.Replace(s) }

@@ -46,6 +46,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newTreeCmd(),
 		newWeightCmd(),
 		newDrainCmd(),
+		newUndrainCmd(),
 		newRequestCmd(),
 		newSpotCmd(),
 		newDemoCmd(),

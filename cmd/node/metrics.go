@@ -32,7 +32,7 @@ var (
 	descWeight = prometheus.NewDesc("zlink_channel_weight",
 		"Current Server weight of each Server channel.", []string{"mesh", "channel"}, nil)
 	descRuntime = prometheus.NewDesc("zlink_runtime_events_total",
-		"Runtime event counters: protocol_errors, late_frames, handshake_rejects, peers_lost.", []string{"mesh", "event"}, nil)
+		"Runtime event counters: protocol_errors, late_frames, handshake_rejects, peers_lost (without a goodbye), peers_departed (clean departures).", []string{"mesh", "event"}, nil)
 	descBuiltin = prometheus.NewDesc("zlink_builtin_handled_total",
 		"Messages handled by the built-in handlers, by channel and packet (echo includes sleep).", []string{"mesh", "channel", "packet"}, nil)
 	descDepth = prometheus.NewDesc("zlink_mailbox_depth",
@@ -43,7 +43,7 @@ var (
 		"Restarts of each supervised actor.", []string{"path", "kind"}, nil)
 )
 
-var runtimeEvents = []string{"protocol_errors", "late_frames", "handshake_rejects", "peers_lost"}
+var runtimeEvents = []string{"protocol_errors", "late_frames", "handshake_rejects", "peers_lost", "peers_departed"}
 
 var peerStates = []routemesh.PeerState{
 	routemesh.PeerConnecting, routemesh.PeerReady, routemesh.PeerNotConnected,

@@ -198,7 +198,7 @@ func newTreeCmd() *cobra.Command {
 			if err := json.Unmarshal(raw, &n); err != nil {
 				return fmt.Errorf("tree: %w", err)
 			}
-			return supervisor.Format(cmd.OutOrStdout(), n)
+			return formatTree(cmd.OutOrStdout(), n)
 		},
 	}
 	addAdminFlag(c, &admin)

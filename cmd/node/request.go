@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -23,7 +21,7 @@ type requestFlags struct {
 	peers                                 []string
 	count, concurrency                    int
 	timeout, wait                         time.Duration
-	asJSON                                bool
+	asJSON, lines                         bool
 	seed                                  uint64
 	secretFile, logLevel                  string
 }
@@ -47,7 +45,11 @@ func newRequestCmd() *cobra.Command {
 			if err := f.check(); err != nil {
 				return err
 			}
-			return runRequests(cmd.Context(), f, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			err := runRequests(cmd.Context(), f, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			if err != nil && f.asJSON && err != errSilent && !errors.Is(err, errUsage) && !errors.Is(err, zlink.ErrConfig) {
+				newReport(cmd.OutOrStdout(), f).failed(err) // JSON on every path
+			}
+			return err
 		},
 	}
 	fs := c.Flags()
@@ -61,7 +63,8 @@ func newRequestCmd() *cobra.Command {
 	fs.IntVar(&f.concurrency, "concurrency", 1, "requests in flight at once")
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Second, "timeout of each request")
 	fs.DurationVar(&f.wait, "wait", 10*time.Second, "how long to wait for ready peers before sending")
-	fs.BoolVar(&f.asJSON, "json", false, "print one JSON object per result")
+	fs.BoolVar(&f.asJSON, "json", false, "print JSON objects instead of text (every line, the summary included)")
+	fs.BoolVar(&f.lines, "lines", false, "print one line per request (completion order) before the summary")
 	fs.Uint64Var(&f.seed, "seed", 0, "weighted-selection seed (0 = random)")
 	fs.StringVar(&f.secretFile, "secret-file", "", "shared-secret file of the trust profile")
 	fs.StringVar(&f.logLevel, "log-level", "error", "log level (logs go to stderr)")
@@ -92,6 +95,7 @@ func runRequests(ctx context.Context, f *requestFlags, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
+	out := newReport(stdout, f)
 	secret, err := readSecret(f.secretFile)
 	if err != nil {
 		return err
@@ -122,6 +126,15 @@ func runRequests(ctx context.Context, f *requestFlags, stdout, stderr io.Writer)
 		}
 		defer store.Close()
 		opts.SetLocationStore(store)
+		// An empty mesh has nobody to answer: say so at once.
+		descs, err := store.ListDescriptors(startCtx, f.mesh)
+		if err != nil {
+			return fmt.Errorf("location store %s: %w", f.location, err)
+		}
+		if len(descs) == 0 {
+			out.noTarget(fmt.Sprintf("no node of mesh %q is registered in the Location Store %s", f.mesh, f.location))
+			return errSilent
+		}
 	}
 	host, err := zlink.Start(startCtx, opts)
 	if err != nil {
@@ -134,18 +147,10 @@ func runRequests(ctx context.Context, f *requestFlags, stdout, stderr io.Writer)
 	}()
 	node := host.Mesh(f.mesh)
 	if err := waitPeers(ctx, node, len(f.peers), f.wait); err != nil {
-		fmt.Fprintf(stdout, "error %s\n", wire.CodeOf(wire.ErrNoTarget))
-		fmt.Fprintf(stdout, "summary ok=0 errors=%d by_rid=\n", f.count)
-		return err
+		out.noTarget(cliText(err.Error()))
+		return errSilent
 	}
 
-	var (
-		mu    sync.Mutex
-		ok    int
-		bad   int
-		byRID = map[string]int{}
-		enc   = json.NewEncoder(stdout)
-	)
 	jobs := make(chan struct{}, f.count)
 	for range f.count {
 		jobs <- struct{}{}
@@ -157,37 +162,13 @@ func runRequests(ctx context.Context, f *requestFlags, stdout, stderr io.Writer)
 		go func() {
 			defer wg.Done()
 			for range jobs {
-				res := oneRequest(ctx, node, f)
-				mu.Lock()
-				if res.OK {
-					ok++
-					byRID[res.RID]++
-				} else {
-					bad++
-				}
-				if f.asJSON {
-					_ = enc.Encode(res)
-				} else if res.OK {
-					fmt.Fprintf(stdout, "ok rid=%s\n", res.RID)
-				} else {
-					fmt.Fprintf(stdout, "error %s\n", res.Error)
-				}
-				mu.Unlock()
+				out.add(oneRequest(ctx, node, f))
 			}
 		}()
 	}
 	wg.Wait()
-	rids := make([]string, 0, len(byRID))
-	for r := range byRID {
-		rids = append(rids, r)
-	}
-	sort.Strings(rids)
-	parts := make([]string, len(rids))
-	for i, r := range rids {
-		parts[i] = r + ":" + strconv.Itoa(byRID[r])
-	}
-	fmt.Fprintf(stdout, "summary ok=%d errors=%d by_rid=%s\n", ok, bad, strings.Join(parts, ","))
-	if bad > 0 {
+	out.summary(channelWeights(ctx, node, f.channel))
+	if out.bad > 0 {
 		return errSilent
 	}
 	return nil
@@ -226,9 +207,11 @@ func waitPeers(ctx context.Context, n *routemesh.Node, manual int, wait time.Dur
 	deadline := time.Now().Add(wait)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
+	var st routemesh.Status
 	for {
 		sctx, cancel := context.WithTimeout(ctx, time.Second)
-		st, err := n.Status(sctx)
+		var err error
+		st, err = n.Status(sctx)
 		cancel()
 		ready := 0
 		if err == nil {
@@ -236,6 +219,11 @@ func waitPeers(ctx context.Context, n *routemesh.Node, manual int, wait time.Dur
 			connecting := st.CountPeers(routemesh.PeerConnecting)
 			if (manual > 0 && ready >= manual) || (ready > 0 && connecting == 0) {
 				return nil
+			}
+			// Every manual peer refused us for good (wrong mesh, wrong RID,
+			// bad secret, version): waiting longer changes nothing.
+			if manual > 0 && ready == 0 && allRefused(st) {
+				return fmt.Errorf("no ready peer: %s", peerReasons(st))
 			}
 		}
 		// The deadline holds whether or not the status could be read.
@@ -246,7 +234,7 @@ func waitPeers(ctx context.Context, n *routemesh.Node, manual int, wait time.Dur
 			if err != nil {
 				return fmt.Errorf("no ready peer after %s: %w", wait, err)
 			}
-			return fmt.Errorf("no ready peer after %s", wait)
+			return fmt.Errorf("no ready peer after %s: %s", wait, peerReasons(st))
 		}
 		select {
 		case <-ctx.Done():
@@ -254,4 +242,79 @@ func waitPeers(ctx context.Context, n *routemesh.Node, manual int, wait time.Dur
 		case <-tick.C:
 		}
 	}
+}
+
+// peerReasons says, for every peer that is not ready, its state and the
+// last error its connection saw (a wrong mesh, a wrong RID, a refused
+// handshake); "no peer known" when there is none.
+func peerReasons(st routemesh.Status) string {
+	var parts []string
+	for _, p := range st.Peers {
+		if p.State == routemesh.PeerReady {
+			continue
+		}
+		s := "peer " + p.Endpoint
+		if p.RID != "" {
+			s += "#" + p.RID
+		}
+		s += " " + p.State.String()
+		if p.State == routemesh.PeerDraining {
+			s += " (drained: out of selection)"
+		}
+		if p.LastError != "" {
+			s += ": " + p.LastError
+		}
+		parts = append(parts, s)
+	}
+	if len(parts) == 0 {
+		return "no peer known yet (is a Server of this mesh running and reachable?)"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// channelWeights returns the Server weights this node last saw on channel
+// (from its last recorded selection), by RID.
+func channelWeights(ctx context.Context, n *routemesh.Node, channel string) map[string]uint16 {
+	sctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	st, err := n.Status(sctx)
+	if err != nil {
+		return nil
+	}
+	out := map[string]uint16{}
+	for _, ch := range st.Channels {
+		if ch.Name == channel && ch.LastSelection != nil {
+			for _, c := range ch.LastSelection.Candidates {
+				out[c.RID] = c.Weight
+			}
+		}
+	}
+	return out
+}
+
+// definitiveRejects are the handshake refusals a retry cannot overcome
+// under the same configuration.
+var definitiveRejects = []string{"wrong_mesh", "wrong_rid", "auth", "version", "capability"}
+
+// allRefused reports whether every peer ended its last handshake with a
+// definitive refusal.
+func allRefused(st routemesh.Status) bool {
+	if len(st.Peers) == 0 {
+		return false
+	}
+	for _, p := range st.Peers {
+		_, reason, ok := strings.Cut(p.LastError, "handshake refused by ")
+		if !ok || p.State == routemesh.PeerReady {
+			return false
+		}
+		_, reason, _ = strings.Cut(reason, ": ") // "peer: wrong_rid: …"
+		definitive := false
+		for _, r := range definitiveRejects {
+			definitive = definitive || strings.HasPrefix(reason, r)
+		}
+		if !definitive {
+			return false
+		}
+	}
+	return true
 }
