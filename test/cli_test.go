@@ -377,3 +377,28 @@ func writeFile(t *testing.T, path, body string) {
 		t.Fatal(err)
 	}
 }
+
+// The Location Store over TLS from the command line: rediss:// with the
+// CA and a client certificate.
+func TestCLI_LocationOverTLS(t *testing.T) {
+	certs := locationtest.GenerateCerts(t)
+	redis := locationtest.StartRedisTLS(t, locationtest.TLSOptions{Certs: certs})
+	loc := "rediss://" + redis.Addr() + "?ca=" + certs.CAFile + "&cert=" + certs.ClientCertFile + "&key=" + certs.ClientKeyFile
+	a := cliStartNode(t, "--mesh", "tls", "--rid-prefix", "s", "--location", loc, "--server", "match")
+	b := cliStartNode(t, "--mesh", "tls", "--rid-prefix", "s", "--location", loc, "--server", "match")
+	r := cliRun(t, 30*time.Second, "request", "--location", loc, "--mesh", "tls", "--channel", "match", "--count", "20")
+	if r.code != 0 {
+		t.Fatalf("request over a TLS Location Store: exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+	}
+	sum := parseSummary(t, r.stdout)
+	if sum.ok != 20 || sum.byRID[a.rid]+sum.byRID[b.rid] != 20 {
+		t.Fatalf("summary %+v", sum)
+	}
+	// A client that does not trust the server's CA is refused, and the
+	// error does not print the URL (it may hold a password).
+	bad := "rediss://u:secret@" + redis.Addr() + "?ca=" + certs.OtherCAFile
+	r = cliRun(t, 30*time.Second, "run", "--mesh", "tls", "--rid-prefix", "s", "--location", bad)
+	if r.code == 0 || strings.Contains(r.stderr, "secret") || !strings.Contains(r.stderr, redis.Addr()) {
+		t.Fatalf("untrusted CA: exit %d, stderr %q", r.code, r.stderr)
+	}
+}

@@ -22,7 +22,8 @@ import (
 type fileConfig struct {
 	// Admin is the admin HTTP address. Default 127.0.0.1:0.
 	Admin string `yaml:"admin"`
-	// Location is "none" (default) or redis://HOST:PORT[/DB].
+	// Location is "none" (default), redis://HOST:PORT[/DB], or
+	// rediss://HOST:PORT[/DB]?ca=FILE[&cert=FILE&key=FILE] for TLS.
 	Location string `yaml:"location"`
 	// LogLevel is a zerolog level name. Default warn.
 	LogLevel string `yaml:"log_level"`

@@ -53,7 +53,7 @@ func newRequestCmd() *cobra.Command {
 		},
 	}
 	fs := c.Flags()
-	fs.StringVar(&f.location, "location", "", "Location Store redis://HOST:PORT[/DB] (automatic topology)")
+	fs.StringVar(&f.location, "location", "", "Location Store: "+redisURLForms+" (automatic topology)")
 	fs.StringArrayVar(&f.peers, "peer", nil, "manual peer ENDPOINT[#RID] (repeatable)")
 	fs.StringVar(&f.mesh, "mesh", defaultMesh, "MeshName")
 	fs.StringVar(&f.channel, "channel", "", "ChannelName (required)")
@@ -84,8 +84,8 @@ func (f *requestFlags) check() error {
 	case f.timeout <= 0 || f.wait <= 0:
 		return usagef("--timeout and --wait must be positive")
 	}
-	if f.location != "" && !strings.HasPrefix(f.location, "redis://") {
-		return usagef(fmt.Sprintf("--location %q: want redis://HOST:PORT[/DB]", f.location))
+	if f.location != "" && !isRedisURL(f.location) {
+		return usagef(fmt.Sprintf("--location %q: want %s", f.location, redisURLForms))
 	}
 	return nil
 }

@@ -70,7 +70,7 @@ func newRunCmd() *cobra.Command {
 	fs.StringVar(&f.advertise, "advertise", "", "host peers should dial when it differs from the bind address")
 	fs.StringVar(&f.rid, "rid", "", "fixed RID (manual topology)")
 	fs.StringVar(&f.ridPrefix, "rid-prefix", "", "RID prefix (automatic topology; requires --location redis://…)")
-	fs.StringVar(&f.location, "location", "none", "Location Store: none or redis://HOST:PORT[/DB]")
+	fs.StringVar(&f.location, "location", "none", "Location Store: none, "+redisURLForms)
 	fs.StringArrayVar(&f.peers, "peer", nil, "manual peer ENDPOINT[#RID] (repeatable)")
 	fs.StringArrayVar(&f.servers, "server", nil, "Server role CHANNEL[=WEIGHT] (repeatable)")
 	fs.StringArrayVar(&f.clients, "client", nil, "Client role CHANNEL (repeatable)")
@@ -121,23 +121,30 @@ func (f *runFlags) resolve() (*fileConfig, error) {
 	return cfg, nil
 }
 
+// redisURLForms is how a Redis Location Store is named on the command line.
+const redisURLForms = "redis://HOST:PORT[/DB] or rediss://HOST:PORT[/DB]?ca=FILE[&cert=FILE&key=FILE] (TLS)"
+
+func isRedisURL(u string) bool {
+	return strings.HasPrefix(u, "redis://") || strings.HasPrefix(u, "rediss://")
+}
+
 // openStore opens the Location Store named by url ("none" → nil).
 func openStore(ctx context.Context, url string) (location.Store, error) {
 	switch {
 	case url == "" || url == "none":
 		return nil, nil
-	case strings.HasPrefix(url, "redis://"):
+	case isRedisURL(url):
 		rc, err := location.ParseRedisURL(url)
 		if err != nil {
 			return nil, usagef("--location: " + err.Error())
 		}
 		s, err := location.NewRedis(ctx, rc)
 		if err != nil {
-			return nil, fmt.Errorf("location store %s: %w", url, err)
+			return nil, fmt.Errorf("location store %s: %w", rc.Addr, err) // never the URL: it may hold a password
 		}
 		return s, nil
 	default:
-		return nil, usagef(fmt.Sprintf("--location %q: want none or redis://HOST:PORT[/DB]", url))
+		return nil, usagef(fmt.Sprintf("--location %q: want none, %s", url, redisURLForms))
 	}
 }
 

@@ -19,7 +19,7 @@ func newSpotCmd() *cobra.Command {
 			return errSilent
 		},
 	}
-	c.Flags().StringVar(&loc, "location", "", "Location Store redis://HOST:PORT[/DB]")
+	c.Flags().StringVar(&loc, "location", "", "Location Store: "+redisURLForms)
 	c.Flags().StringVar(&mesh, "mesh", defaultMesh, "MeshName")
 	return c
 }
