@@ -136,6 +136,29 @@ func (n *Network) Counts() Counts {
 	return n.counts
 }
 
+// Conns counts the live connections between hosts a and b (dialed either
+// way).
+func (n *Network) Conns(a, b string) int {
+	n.mu.Lock()
+	ls := make([]*listener, 0, len(n.listeners))
+	for _, l := range n.listeners {
+		ls = append(ls, l)
+	}
+	n.mu.Unlock()
+	total := 0
+	for _, l := range ls {
+		switch l.host {
+		case a:
+			total += len(l.connsFrom(b))
+		case b:
+			if a != b {
+				total += len(l.connsFrom(a))
+			}
+		}
+	}
+	return total
+}
+
 // Break closes every connection between hosts a and b, as a reset would:
 // the dialer's Recv returns io.EOF and the listener reports OnClosed.
 func (n *Network) Break(a, b string) {
