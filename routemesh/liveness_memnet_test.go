@@ -19,7 +19,7 @@ func pairMem(t *testing.T, nw *memnet.Network, live LivenessConfig) (a, b *memNo
 	b = startMem(t, nw, memSpec{rid: "b", live: live})
 	a = startMem(t, nw, memSpec{rid: "a", live: live, peer: b.Endpoint(), expect: "b"})
 	waitUntil(t, "a and b ready to each other", 5*time.Second, func() bool { return settled(nw, a, b) })
-	if !a.callOK("b") || !b.callOK("a") {
+	if !a.callOK(t, "b") || !b.callOK(t, "a") {
 		t.Fatal("calls fail on a healthy connection")
 	}
 	return a, b
@@ -132,7 +132,7 @@ func TestPartitionMem_PeerLostAtOnceThenHeal(t *testing.T) {
 
 	nw.Heal("a", "b")
 	waitUntil(t, "reconnected after the heal", 10*time.Second, func() bool { return settled(nw, a, b) })
-	if !a.callOK("b") || !b.callOK("a") {
+	if !a.callOK(t, "b") || !b.callOK(t, "a") {
 		t.Fatal("calls fail after the heal")
 	}
 	if a.linkTo("b").p.id == pipeBefore {

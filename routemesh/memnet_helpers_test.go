@@ -104,12 +104,18 @@ func waitUntil(t *testing.T, what string, d time.Duration, cond func() bool) {
 // linkTo is n's ready link to rid, or nil.
 func (n *memNode) linkTo(rid string) *link { return n.load().links[rid] }
 
-// callOK reports whether a Node-direct echo to rid succeeds now.
-func (n *memNode) callOK(rid string) bool {
+// callOK reports whether a Node-direct echo to rid succeeds now (and logs
+// why not).
+func (n *memNode) callOK(t *testing.T, rid string) bool {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	out, err := n.CallNode(ctx, rid, "echo", []byte("ping"))
-	return err == nil && string(out) == "ping"
+	if err != nil || string(out) != "ping" {
+		t.Logf("%s → %s: echo = %q, %v", n.rid, rid, out, err)
+		return false
+	}
+	return true
 }
 
 // handshaking counts n's inbound pipes that are not ready.

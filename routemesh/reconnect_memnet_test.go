@@ -28,7 +28,7 @@ func TestReconnectMem_AfterPeerRestart(t *testing.T) {
 			ep := b1.Endpoint()
 			a := startMem(t, nw, memSpec{rid: "a", live: live, peer: ep, expect: "b"})
 			waitUntil(t, "a and b ready", 5*time.Second, func() bool { return settled(nw, a, b1) })
-			if !a.callOK("b") {
+			if !a.callOK(t, "b") {
 				t.Fatal("call to the first incarnation failed")
 			}
 			if crash {
@@ -58,7 +58,7 @@ func TestReconnectMem_AfterPeerRestart(t *testing.T) {
 				l := a.linkTo("b")
 				return l != nil && l.gen == b2.Generation() && settled(nw, a, b2)
 			})
-			if !a.callOK("b") || !b2.callOK("a") {
+			if !a.callOK(t, "b") || !b2.callOK(t, "a") {
 				t.Fatal("calls fail after the restart")
 			}
 		})
