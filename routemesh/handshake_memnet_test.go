@@ -105,19 +105,29 @@ func TestHandshakeMem_SeededChaosConverges(t *testing.T) {
 			t.Run(fmt.Sprintf("seed=%d/%s", seed, ar.name), func(t *testing.T) {
 				t.Parallel()
 				nw := memnet.New(seed)
-				rng := rand.New(rand.NewPCG(seed, 99))
+				// One stream and one fault budget per direction, so the faults
+				// of a direction depend on its own frames only. The filter runs
+				// under the network's lock: the maps need no other.
+				rngs := map[string]*rand.Rand{}
+				budget := map[string]int{}
 				var faulted atomic.Int32
 				var calm atomic.Bool // set once settled: the calls below are not the subject
-				const budget = 6     // faults in all; then the network is clean
 				nw.SetFilter(func(p memnet.Packet) memnet.Verdict {
-					if calm.Load() || faulted.Load() >= budget || p.Seq > 8 {
+					if calm.Load() || budget[p.From] >= 3 || p.Seq > 8 {
 						return memnet.Deliver
 					}
-					switch r := rng.Float64(); {
-					case r < 0.25:
+					r := rngs[p.From]
+					if r == nil {
+						r = rand.New(rand.NewPCG(seed, uint64(len(p.From))+uint64(p.From[0])))
+						rngs[p.From] = r
+					}
+					switch x := r.Float64(); {
+					case x < 0.25:
+						budget[p.From]++
 						faulted.Add(1)
 						return memnet.Drop
-					case r < 0.5:
+					case x < 0.5:
+						budget[p.From]++
 						faulted.Add(1)
 						return memnet.Hold
 					}

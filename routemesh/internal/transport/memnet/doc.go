@@ -3,8 +3,11 @@
 // transport.Transport, with faults a test controls per direction (from one
 // host to another): cut, drop, delay, hold back behind the next frame
 // (reorder), and a filter that decides frame by frame. Random faults draw
-// from one rand seeded by New, under the network's lock, so a seed
-// reproduces the same decisions for the same sequence of sends.
+// from one stream per direction, seeded by New and the two host names, so
+// a seed reproduces the same decisions for the same frames sent in that
+// direction (one pipe's frames come from one writer, in order). A test
+// that needs one exact fault picks its frame with a filter (direction,
+// sequence number, frame content) and does not depend on scheduling.
 //
 // Usage (routemesh's own tests): net := memnet.New(seed); give each node
 // net.Host("a"), net.Host("b"), …; then net.Cut("b", "a") (one direction),

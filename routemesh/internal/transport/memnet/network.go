@@ -1,6 +1,7 @@
 package memnet
 
 import (
+	"hash/fnv"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -63,7 +64,8 @@ type held struct {
 // listener's mu, then an inbox's mu.
 type Network struct {
 	mu        sync.Mutex
-	rng       *rand.Rand
+	seed      uint64
+	rngs      map[dir]*rand.Rand // one stream per direction
 	nextPort  int
 	listeners map[string]*listener // by "host:port"
 	faults    map[dir]Faults
@@ -76,7 +78,8 @@ type Network struct {
 // New returns an empty network whose random faults draw from seed.
 func New(seed uint64) *Network {
 	return &Network{
-		rng:       rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		seed:      seed,
+		rngs:      map[dir]*rand.Rand{},
 		nextPort:  20000,
 		listeners: map[string]*listener{},
 		faults:    map[dir]Faults{},
@@ -181,6 +184,23 @@ func (n *Network) Break(a, b string) {
 	}
 }
 
+// rng is the random stream of direction d: seeded by the network's seed
+// and the two host names, so the decisions in one direction depend only on
+// the frames sent in that direction, not on how other directions' sends
+// interleave with them.
+func (n *Network) rng(d dir) *rand.Rand {
+	r := n.rngs[d]
+	if r == nil {
+		h := fnv.New64a()
+		_, _ = h.Write([]byte(d.from))
+		_, _ = h.Write([]byte{0})
+		_, _ = h.Write([]byte(d.to))
+		r = rand.New(rand.NewPCG(n.seed, h.Sum64()))
+		n.rngs[d] = r
+	}
+	return r
+}
+
 func (n *Network) cut(a, b string) bool {
 	return n.faults[dir{a, b}].Cut || n.faults[dir{b, a}].Cut
 }
@@ -201,9 +221,9 @@ func (n *Network) route(from, to string, in *inbox, it item) {
 		switch {
 		case f.Cut:
 			v = Drop
-		case f.Drop > 0 && n.rng.Float64() < f.Drop:
+		case f.Drop > 0 && n.rng(d).Float64() < f.Drop:
 			v = Drop
-		case f.Reorder > 0 && n.rng.Float64() < f.Reorder:
+		case f.Reorder > 0 && n.rng(d).Float64() < f.Reorder:
 			v = Hold
 		}
 	}
@@ -227,7 +247,7 @@ func (n *Network) route(from, to string, in *inbox, it item) {
 	}
 	delay := f.Delay
 	if f.Jitter > 0 {
-		delay += time.Duration(n.rng.Int64N(int64(f.Jitter)))
+		delay += time.Duration(n.rng(d).Int64N(int64(f.Jitter)))
 	}
 	n.deliver(in, it, delay)
 	if h := n.held[d]; h != nil {
