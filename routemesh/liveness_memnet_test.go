@@ -93,7 +93,7 @@ func TestPartitionMem_PeerLostAtOnceThenHeal(t *testing.T) {
 	a, b := pairMem(t, nw, live)
 	pipeBefore := a.linkTo("b").p.id
 
-	nw.Partition("a", "b")
+	// Calls in flight: their handlers run on b until the caller's deadline.
 	const calls = 8
 	var wg sync.WaitGroup
 	errs := make([]error, calls)
@@ -102,10 +102,16 @@ func TestPartitionMem_PeerLostAtOnceThenHeal(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i], _ = callLost(a)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_, errs[i] = a.CallNode(ctx, "b", "hold", nil)
 			ends[i] = time.Now()
 		}()
 	}
+	waitUntil(t, "every call running on b", 5*time.Second, func() bool {
+		return a.calls.size() == calls && b.work.load() == calls
+	})
+	nw.Partition("a", "b")
 	wg.Wait()
 	first, last := ends[0], ends[0]
 	for i, err := range errs {

@@ -43,8 +43,14 @@ func testLog(t *testing.T) zerolog.Logger {
 
 func echo(_ *Context, p []byte) ([]byte, error) { return p, nil }
 
+// hold answers when its context ends (the caller's deadline, or Stop).
+func hold(c *Context, _ []byte) ([]byte, error) {
+	<-c.Done()
+	return nil, c.Err()
+}
+
 // startMem starts a node whose transport is nw.Host(s.host). Every node
-// answers the Node-direct request "echo".
+// answers the Node-direct requests "echo" and "hold".
 func startMem(t *testing.T, nw *memnet.Network, s memSpec) *memNode {
 	t.Helper()
 	if s.host == "" {
@@ -58,7 +64,7 @@ func startMem(t *testing.T, nw *memnet.Network, s memSpec) *memNode {
 	}
 	b := NewMeshBuilder("m").Listen(s.listen).SetRoutingID(s.rid).SetLogger(testLog(t)).
 		ConfigureLiveness(s.live).ConfigureRouterSocket(SocketConfig{ReceiveTimeout: s.hsTimeout}).
-		SetTimeouts(0, 2*time.Second).HandleDirectRequest("echo", echo)
+		SetTimeouts(0, 2*time.Second).HandleDirectRequest("echo", echo).HandleDirectRequest("hold", hold)
 	if s.peer != "" {
 		b.AddPeer(s.peer, s.expect)
 	}

@@ -150,8 +150,12 @@ func TestTransport_Suite(t *testing.T) {
 			case <-time.After(5 * time.Second):
 				t.Fatal("Recv on a dialer whose listener closed did not return")
 			}
-			if _, _, err := ln.Recv(); err == nil {
-				t.Fatal("listener Recv after Close returned no error")
+			if _, _, err := ln.Recv(); !errors.Is(err, transport.ErrClosed) {
+				t.Fatalf("listener Recv after Close = %v, want ErrClosed", err)
+			}
+			_ = c2.Close()
+			if _, err := c2.Recv(); !errors.Is(err, transport.ErrClosed) {
+				t.Fatalf("Recv after Close = %v, want ErrClosed", err)
 			}
 		})
 	}

@@ -15,9 +15,9 @@ type Transport interface {
 	// error wrapping ErrBadEndpoint. Listen does not block beyond the bind.
 	Listen(endpoint string, ev Events) (Listener, error)
 	// Dial connects one outbound pipe with the given identity to endpoint.
-	// It blocks until the connection is up, the transport's dial timeout
-	// passes, or ctx ends. A malformed endpoint is an error wrapping
-	// ErrBadEndpoint.
+	// It blocks until the connection is up or the transport's dial timeout
+	// passes; a ctx that is already done is refused. A malformed endpoint
+	// is an error wrapping ErrBadEndpoint.
 	Dial(ctx context.Context, endpoint, identity string) (Conn, error)
 }
 
@@ -67,7 +67,8 @@ type Conn interface {
 	Send(frame []byte) error
 	// Recv blocks until a frame arrives. A message that is not one frame
 	// returns an error wrapping ErrMalformed (the connection stays
-	// usable); any other error means the connection is lost or closed.
+	// usable); any other error means the connection is lost (io.EOF when
+	// the peer went away) or closed (ErrClosed).
 	Recv() ([]byte, error)
 	// Close closes the connection.
 	Close() error

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zeromq/zmq4"
@@ -86,13 +87,19 @@ func (t *ZMQ) Dial(ctx context.Context, endpoint, identity string) (Conn, error)
 	return &zmqConn{s: d}, nil
 }
 
-type zmqListener struct{ s zmq4.Socket }
+type zmqListener struct {
+	s      zmq4.Socket
+	closed atomic.Bool
+}
 
 func (l *zmqListener) Addr() net.Addr { return l.s.Addr() }
 
 func (l *zmqListener) Recv() ([]byte, []byte, error) {
 	msg, err := l.s.Recv()
 	if err != nil {
+		if l.closed.Load() {
+			return nil, nil, fmt.Errorf("%w: %w", ErrClosed, err)
+		}
 		return nil, nil, err
 	}
 	if len(msg.Frames) != 2 {
@@ -105,15 +112,24 @@ func (l *zmqListener) Send(identity, frame []byte) error {
 	return l.s.Send(zmq4.NewMsgFrom(identity, frame))
 }
 
-func (l *zmqListener) Close() error { return l.s.Close() }
+func (l *zmqListener) Close() error {
+	l.closed.Store(true)
+	return l.s.Close()
+}
 
-type zmqConn struct{ s zmq4.Socket }
+type zmqConn struct {
+	s      zmq4.Socket
+	closed atomic.Bool
+}
 
 func (c *zmqConn) Send(frame []byte) error { return c.s.Send(zmq4.NewMsg(frame)) }
 
 func (c *zmqConn) Recv() ([]byte, error) {
 	msg, err := c.s.Recv()
 	if err != nil {
+		if c.closed.Load() {
+			return nil, fmt.Errorf("%w: %w", ErrClosed, err)
+		}
 		return nil, err
 	}
 	if len(msg.Frames) != 1 {
@@ -122,4 +138,7 @@ func (c *zmqConn) Recv() ([]byte, error) {
 	return msg.Frames[0], nil
 }
 
-func (c *zmqConn) Close() error { return c.s.Close() }
+func (c *zmqConn) Close() error {
+	c.closed.Store(true)
+	return c.s.Close()
+}

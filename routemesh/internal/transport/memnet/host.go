@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/zlink-go/zlink/routemesh/internal/transport"
 )
@@ -221,6 +222,7 @@ type conn struct {
 	idb  []byte
 	l    *listener
 	in   *inbox
+	shut atomic.Bool // closed by its owner
 }
 
 func (c *conn) Send(frame []byte) error {
@@ -236,6 +238,9 @@ func (c *conn) Send(frame []byte) error {
 func (c *conn) Recv() ([]byte, error) {
 	it, err := c.in.pop()
 	if err != nil {
+		if c.shut.Load() && !errors.Is(err, transport.ErrClosed) {
+			return nil, fmt.Errorf("%w: %s: %w", transport.ErrClosed, c.id, err)
+		}
 		return nil, err
 	}
 	return it.frame, nil
@@ -243,6 +248,7 @@ func (c *conn) Recv() ([]byte, error) {
 
 // Close closes the dialer's end; the listener reports it closed.
 func (c *conn) Close() error {
+	c.shut.Store(true)
 	if c.in.close(fmt.Errorf("%w: %s", transport.ErrClosed, c.id)) {
 		c.l.detach(c, io.EOF)
 	}
