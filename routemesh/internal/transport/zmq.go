@@ -56,6 +56,8 @@ func (t *ZMQ) Listen(endpoint string, ev Events) (Listener, error) {
 	g := t.cfg.Guard
 	if on := ev.OnClosed; on != nil {
 		g.OnConnClosed = func(ce zguard.ConnEvent) {
+			// A connection refused for claiming a live identity is not the
+			// live pipe closing; one closed before its READY has no pipe.
 			if ce.Identity != "" && !errors.Is(ce.Reason, zguard.ErrDuplicateIdentity) {
 				on(ce.Identity, ce.Reason)
 			}
