@@ -6,10 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/go-zeromq/zmq4"
-
 	"github.com/zlink-go/zlink/internal/ident"
-	"github.com/zlink-go/zlink/internal/zguard"
 	"github.com/zlink-go/zlink/wire"
 )
 
@@ -41,26 +38,13 @@ func (m *meshActor) dial(in *intent) {
 		in.state = PeerConnecting
 	}
 	in.attempts++
-	ep, err := zguard.Endpoint(in.cfg.Endpoint)
-	if err != nil {
-		m.onDialDone(&dialDone{in: in, p: p, err: err})
-		return
-	}
-	gcfg := n.guardConfig()
+	ep := in.cfg.Endpoint
 	ok := n.goTracked(func() {
-		d := zmq4.NewDealer(zguard.WithConfig(n.ctx, gcfg), zmq4.WithID(zmq4.SocketIdentity(id)),
-			zmq4.WithDialerMaxRetries(0), zmq4.WithDialerTimeout(n.cfg.Socket.ReceiveTimeout))
-		err := d.Dial(ep)
-		var dealer zmq4.Socket
-		if err != nil {
-			_ = d.Close()
-		} else {
-			dealer = d
-		}
-		// The pipe's fields belong to the mesh actor: the socket travels in
-		// the message and is attached (or closed) there.
-		if terr := n.mesh().Tell(&dialDone{in: in, p: p, dealer: dealer, err: err}); terr != nil && dealer != nil {
-			_ = dealer.Close()
+		conn, err := n.tr.Dial(n.ctx, ep, id)
+		// The pipe's fields belong to the mesh actor: the connection
+		// travels in the message and is attached (or closed) there.
+		if terr := n.mesh().Tell(&dialDone{in: in, p: p, conn: conn, err: err}); terr != nil && conn != nil {
+			_ = conn.Close()
 		}
 	})
 	if !ok {
@@ -73,8 +57,8 @@ func (m *meshActor) onDialDone(msg *dialDone) {
 	// A dial that is no longer wanted (stopped, intent withdrawn or
 	// replaced, pipe already closed) only closes its socket.
 	if msg.err != nil || m.stopped || in.removed || in.p != p || p.getState() == pipeClosed {
-		if msg.dealer != nil {
-			_ = msg.dealer.Close()
+		if msg.conn != nil {
+			_ = msg.conn.Close()
 		}
 		if in.p == p {
 			in.p = nil
@@ -84,17 +68,15 @@ func (m *meshActor) onDialDone(msg *dialDone) {
 		}
 		return
 	}
-	p.dealer = msg.dealer
+	p.conn = msg.conn
 	n := m.n
-	p.w = newWriter(n.cfg.Socket.SendHWM, func(b []byte) error {
-		return p.dealer.Send(zmq4.NewMsg(b))
-	}, func(err error) {
+	p.w = newWriter(n.cfg.Socket.SendHWM, p.conn.Send, func(err error) {
 		_ = n.mesh().Tell(&pipeFailed{p: p, err: fmt.Errorf("%w: %w", wire.ErrPeerLost, err)})
 	})
-	p.w.closer = func() { _ = p.dealer.Close() }
+	p.w.closer = func() { _ = p.conn.Close() }
 	m.pipes[p.id] = p
 	n.goWriter(p.w)
-	n.goTracked(func() { n.readDealer(p) })
+	n.goTracked(func() { n.readConn(p) })
 	m.startHandshake(p)
 }
 

@@ -42,6 +42,11 @@
 // pipe's bounded writer or to an owner's bounded mailbox, and wait in the
 // call table for exactly one terminal result.
 //
+// Sockets: the node listens, dials, reads and writes only through
+// internal/transport — the guarded zmq4 transport (one ROUTER, one DEALER
+// per outbound pipe) unless this package's own tests inject its in-memory
+// twin, internal/transport/memnet.
+//
 // With a Location Store (Deps.Store) the node publishes its descriptor
 // under a TTL lease (after bind, renewed every TTL/3, republished on every
 // revision change, deleted on Stop); automatic nodes find their peers

@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/go-zeromq/zmq4"
-
 	"github.com/zlink-go/zlink/internal/ident"
 	"github.com/zlink-go/zlink/routemesh/internal/admission"
 	"github.com/zlink-go/zlink/routemesh/internal/handshake"
@@ -42,8 +40,9 @@ func (m *meshActor) onHello(msg *inboundHello) {
 	p := &pipe{id: msg.id, node: n, closed: make(chan struct{}), started: now}
 	p.state.Store(uint32(pipeHandshake))
 	idb := []byte(msg.id)
+	ln := n.ln
 	p.w = newWriter(n.cfg.Socket.SendHWM, func(b []byte) error {
-		return n.router.Send(zmq4.NewMsgFrom(idb, b))
+		return ln.Send(idb, b)
 	}, func(err error) {
 		_ = n.mesh().Tell(&pipeFailed{p: p, err: fmt.Errorf("%w: %w", wire.ErrPeerLost, err)})
 	})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/mailbox"
+	"github.com/zlink-go/zlink/routemesh/internal/transport"
 	"github.com/zlink-go/zlink/wire"
 )
 
@@ -116,26 +117,26 @@ func (n *Node) complete(from string, e *wire.Envelope) {
 	}
 }
 
-// readRouter reads every inbound pipe of the ROUTER.
+// readRouter reads every inbound pipe of the listener (the ROUTER).
 func (n *Node) readRouter() {
 	for {
-		msg, err := n.router.Recv()
+		idb, frame, err := n.ln.Recv()
 		if err != nil {
-			if n.ctx.Err() != nil {
+			if errors.Is(err, transport.ErrMalformed) {
+				n.cnt.protocolErrors.Add(1)
+				continue
+			}
+			if n.ctx.Err() != nil || errors.Is(err, transport.ErrClosed) {
 				return
 			}
 			continue
 		}
-		if len(msg.Frames) != 2 {
-			n.cnt.protocolErrors.Add(1)
-			continue
-		}
-		id := string(msg.Frames[0])
+		id := string(idb)
 		if v, ok := n.inbnd.Load(id); ok {
-			n.onFrame(v.(*pipe), msg.Frames[1])
+			n.onFrame(v.(*pipe), frame)
 			continue
 		}
-		f, err := wire.DecodeFrame(msg.Frames[1])
+		f, err := wire.DecodeFrame(frame)
 		if err != nil || f.Type != wire.FrameHello {
 			n.cnt.protocolErrors.Add(1)
 			continue
@@ -146,19 +147,19 @@ func (n *Node) readRouter() {
 	}
 }
 
-// readDealer reads one outbound pipe.
-func (n *Node) readDealer(p *pipe) {
+// readConn reads one outbound pipe.
+func (n *Node) readConn(p *pipe) {
 	for {
-		msg, err := p.dealer.Recv()
+		frame, err := p.conn.Recv()
 		if err != nil {
+			if errors.Is(err, transport.ErrMalformed) {
+				n.cnt.protocolErrors.Add(1)
+				continue
+			}
 			_ = n.mesh().Tell(&pipeFailed{p: p, err: fmt.Errorf("%w: %w", wire.ErrPeerLost, err)})
 			return
 		}
-		if len(msg.Frames) != 1 {
-			n.cnt.protocolErrors.Add(1)
-			continue
-		}
-		n.onFrame(p, msg.Frames[0])
+		n.onFrame(p, frame)
 		if p.getState() == pipeClosed {
 			return
 		}

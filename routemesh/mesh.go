@@ -5,12 +5,12 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/go-zeromq/zmq4"
 
 	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/location"
 	"github.com/zlink-go/zlink/routemesh/internal/admission"
 	"github.com/zlink-go/zlink/routemesh/internal/selection"
+	"github.com/zlink-go/zlink/routemesh/internal/transport"
 	"github.com/zlink-go/zlink/supervisor"
 	"github.com/zlink-go/zlink/wire"
 )
@@ -30,10 +30,10 @@ type (
 		done chan struct{} // closed once applied (outbound pipes)
 	}
 	dialDone struct {
-		in     *intent
-		p      *pipe
-		dealer zmq4.Socket // the dialed socket (nil on error); owned by the mesh actor from here on
-		err    error
+		in   *intent
+		p    *pipe
+		conn transport.Conn // the dialed pipe (nil on error); owned by the mesh actor from here on
+		err  error
 	}
 	pipeFailed struct {
 		p   *pipe
@@ -206,8 +206,8 @@ func (m *meshActor) release(msg any) {
 			}
 		}
 	case *dialDone:
-		if msg.dealer != nil {
-			_ = msg.dealer.Close()
+		if msg.conn != nil {
+			_ = msg.conn.Close()
 		}
 	case *discChange: // discovery moves on (its next round redoes what is missing)
 		if msg.ack != nil {

@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-zeromq/zmq4"
 	"github.com/rs/zerolog"
 
 	"github.com/zlink-go/zlink/actors"
@@ -17,6 +16,7 @@ import (
 	"github.com/zlink-go/zlink/internal/zguard"
 	"github.com/zlink-go/zlink/location"
 	"github.com/zlink-go/zlink/routemesh/internal/selection"
+	"github.com/zlink-go/zlink/routemesh/internal/transport"
 	"github.com/zlink-go/zlink/wire"
 )
 
@@ -45,6 +45,10 @@ type Deps struct {
 	// and manual nodes with an object role match their endpoints with
 	// descriptors. Required for automatic topology.
 	Store location.Store
+
+	// transport, when set (routemesh's own tests: an in-memory network),
+	// replaces the guarded zmq4 transport.
+	transport transport.Transport
 }
 
 // Node is one running MeshNode. All methods are safe for concurrent use.
@@ -79,7 +83,8 @@ type Node struct {
 	goDone  bool
 
 	v       atomic.Pointer[view]
-	router  zmq4.Socket
+	tr      transport.Transport // listens and dials (guarded zmq4 unless a test injects one)
+	ln      transport.Listener  // the bound inbound endpoint (a ROUTER)
 	calls   *callTable
 	corr    atomic.Uint64
 	inbnd   sync.Map // pipe id → *pipe for inbound pipes on the ROUTER (written by the mesh actor)
@@ -144,7 +149,6 @@ func Start(ctx context.Context, cfg *Config, deps Deps) (*Node, error) {
 	if deps.System == nil {
 		return nil, &ConfigError{Mesh: cfg.Mesh, Err: ErrInvalid, Detail: "no actor system"}
 	}
-	zguard.Register()
 	n := &Node{cfg: cfg, sys: deps.System, parent: deps.Parent, store: deps.Store, calls: newCallTable(),
 		ready: make(chan struct{})}
 	n.gen = ident.Generation()
@@ -177,28 +181,25 @@ func Start(ctx context.Context, cfg *Config, deps Deps) (*Node, error) {
 
 	// The ROUTER belongs to the node, not to an actor instance: its
 	// endpoint never changes while the node runs, restarts included.
-	gcfg := n.guardConfig()
-	gcfg.OnConnClosed = func(ev zguard.ConnEvent) {
-		// A connection refused for claiming a live identity is not the
-		// live pipe closing.
-		if ev.Identity != "" && !errors.Is(ev.Reason, zguard.ErrDuplicateIdentity) {
-			if ref := n.mesh(); ref != nil {
-				_ = ref.Tell(&connClosed{id: ev.Identity, reason: ev.Reason})
-			}
-		}
+	n.tr = deps.transport
+	if n.tr == nil {
+		n.tr = transport.NewZMQ(n.ctx, transport.ZMQConfig{Guard: n.guardConfig(), ListenerID: "router/" + n.rid,
+			DialTimeout: cfg.Socket.ReceiveTimeout})
 	}
-	n.router = zmq4.NewRouter(zguard.WithConfig(n.ctx, gcfg), zmq4.WithID(zmq4.SocketIdentity("router/"+n.rid)))
-	lep, err := zguard.Endpoint(cfg.Listen)
+	ln, err := n.tr.Listen(cfg.Listen, transport.Events{OnClosed: func(id string, reason error) {
+		if ref := n.mesh(); ref != nil {
+			_ = ref.Tell(&connClosed{id: id, reason: reason})
+		}
+	}})
 	if err != nil {
 		closeAll()
-		return nil, &ConfigError{Mesh: cfg.Mesh, Err: ErrInvalid, Detail: err.Error()}
-	}
-	if err := n.router.Listen(lep); err != nil {
-		_ = n.router.Close()
-		closeAll()
+		if errors.Is(err, transport.ErrBadEndpoint) {
+			return nil, &ConfigError{Mesh: cfg.Mesh, Err: ErrInvalid, Detail: err.Error()}
+		}
 		return nil, fmt.Errorf("zlink: mesh %s: listen %s: %w", cfg.Mesh, cfg.Listen, err)
 	}
-	n.endpoint = ident.Advertised(n.router.Addr(), cfg.AdvertiseHost)
+	n.ln = ln
+	n.endpoint = ident.Advertised(n.ln.Addr(), cfg.AdvertiseHost)
 	n.log = n.log.With().Str("endpoint", n.endpoint).Logger()
 	if deps.Store != nil {
 		n.lease = newLease(n, deps.Store, n.descriptor())
@@ -217,7 +218,7 @@ func Start(ctx context.Context, cfg *Config, deps Deps) (*Node, error) {
 		n.goMu.Lock()
 		n.goDone = true
 		n.goMu.Unlock()
-		_ = n.router.Close()
+		_ = n.ln.Close()
 		closeAll()
 		n.wg.Wait()
 		return nil, err

@@ -7,9 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-zeromq/zmq4"
-
 	"github.com/zlink-go/zlink/routemesh/internal/handshake"
+	"github.com/zlink-go/zlink/routemesh/internal/transport"
 	"github.com/zlink-go/zlink/wire"
 )
 
@@ -33,15 +32,16 @@ type outItem struct {
 	frame []byte
 }
 
-// pipe is one physical connection to a peer: an outbound DEALER we dialed,
-// or an inbound identity on our ROUTER. Its identity (the dialer's socket
+// pipe is one physical connection to a peer: an outbound connection we
+// dialed (a DEALER of its own), or an inbound identity on our listener (the
+// ROUTER). Its identity (the dialer's socket
 // identity) is unique: RID + generation + a nonce, so duplicate pipes between
 // two nodes never share an identity.
 type pipe struct {
 	id       string
 	outbound bool
-	intent   *intent     // outbound only
-	dealer   zmq4.Socket // outbound only
+	intent   *intent        // outbound only
+	conn     transport.Conn // outbound only
 	node     *Node
 	w        *writer
 	state    atomic.Uint32 // pipeState
@@ -80,9 +80,9 @@ func (p *pipe) close() {
 		close(p.closed)
 		switch {
 		case p.w != nil:
-			p.w.stop() // the writer closes the DEALER after its last frame
-		case p.dealer != nil:
-			_ = p.dealer.Close()
+			p.w.stop() // the writer closes the connection after its last frame
+		case p.conn != nil:
+			_ = p.conn.Close()
 		}
 	})
 }
@@ -105,7 +105,7 @@ type writer struct {
 	// most 1 MiB) so one batch never exceeds what the peer accepts.
 	maxBatch int
 	// closer, when set, runs once the loop has ended (the outbound pipe's
-	// DEALER is closed only after the last frame went out).
+	// connection is closed only after the last frame went out).
 	closer func()
 	queued atomic.Int64 // envelopes waiting, for the tree
 }
@@ -232,8 +232,8 @@ func (w *writer) run() {
 			w.onError(err)
 			return
 		}
-		// zmq4 sends synchronously, so the buffer is free again here; a
-		// very large one is not kept.
+		// The transport is done with the buffer when Send returns; a very
+		// large one is not kept.
 		ok := w.write(buf)
 		if cap(buf) > 2<<20 {
 			buf = nil

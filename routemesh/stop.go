@@ -51,13 +51,13 @@ func (n *Node) stop(ctx context.Context) error {
 	defer scancel()
 	_, _ = n.mesh().Request(sctx, &stopMsg{reason: wire.ErrShuttingDown})
 	err = n.mesh().Stop(sctx)
-	// Writers flush what they hold (goodbyes) before the ROUTER closes.
+	// Writers flush what they hold (goodbyes) before the listener closes.
 	n.writers.Wait()
 	n.goMu.Lock()
 	n.goDone = true
 	n.goMu.Unlock()
 	n.cancel()
-	_ = n.router.Close()
+	_ = n.ln.Close()
 	n.wg.Wait()
 	n.setState(NodeStopped)
 	n.log.Info().Msg("meshnode stopped")

@@ -1,0 +1,75 @@
+package transport
+
+import (
+	"context"
+	"net"
+)
+
+// Transport creates a node's listener and its outbound pipes. It must be
+// safe for concurrent use: the node listens once at start and dials from
+// several goroutines.
+type Transport interface {
+	// Listen binds endpoint ("tcp://host:port"; port 0 picks a free one).
+	// ev.OnClosed is reported for every inbound connection that closes
+	// after its peer's identity was known. A malformed endpoint is an
+	// error wrapping ErrBadEndpoint. Listen does not block beyond the bind.
+	Listen(endpoint string, ev Events) (Listener, error)
+	// Dial connects one outbound pipe with the given identity to endpoint.
+	// It blocks until the connection is up or the transport's dial timeout
+	// passes; a ctx that is already done is refused. A malformed endpoint
+	// is an error wrapping ErrBadEndpoint.
+	Dial(ctx context.Context, endpoint, identity string) (Conn, error)
+}
+
+// Events are the listener's notifications.
+type Events struct {
+	// OnClosed, optional, is called once for each inbound connection with a
+	// known identity that closed (whichever side closed it). It runs on a
+	// transport goroutine and must not block. A connection refused because
+	// its identity is already connected is not reported: it is not the
+	// live pipe closing.
+	OnClosed func(identity string, reason error)
+}
+
+// Listener is a bound endpoint shared by every inbound pipe.
+//
+// Recv is called by one goroutine at a time; Send may be called from many
+// goroutines at once (one per inbound pipe writer); Close may be called at
+// any time, more than once, and unblocks Recv.
+type Listener interface {
+	// Addr is the bound address (a *net.TCPAddr for both implementations).
+	Addr() net.Addr
+	// Recv blocks until a frame arrives and returns the sender's identity
+	// and the frame. Both slices belong to the caller. A message that is
+	// not exactly (identity, frame) returns an error wrapping ErrMalformed;
+	// the listener stays usable. After Close it returns an error wrapping
+	// ErrClosed.
+	Recv() (identity, frame []byte, err error)
+	// Send queues frame for the pipe with identity and returns once the
+	// transport no longer needs frame (the caller may reuse it). A send to
+	// an unknown or closed identity is dropped silently (nil). It may block
+	// while the peer does not read, at most the transport's write timeout.
+	Send(identity, frame []byte) error
+	// Close unbinds the endpoint and closes every inbound connection.
+	Close() error
+}
+
+// Conn is one outbound pipe.
+//
+// Send is called by one goroutine (the pipe's writer) and Recv by another
+// (its reader); Close may be called at any time, more than once, and
+// unblocks both.
+type Conn interface {
+	// Send writes frame and returns once the transport no longer needs it
+	// (the caller may reuse it). It may block while the peer does not
+	// read, at most the transport's write timeout; an error means the
+	// connection is unusable.
+	Send(frame []byte) error
+	// Recv blocks until a frame arrives. A message that is not one frame
+	// returns an error wrapping ErrMalformed (the connection stays
+	// usable); any other error means the connection is lost (io.EOF when
+	// the peer went away) or closed (ErrClosed).
+	Recv() ([]byte, error)
+	// Close closes the connection.
+	Close() error
+}

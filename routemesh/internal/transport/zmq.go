@@ -1,0 +1,146 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zeromq/zmq4"
+
+	"github.com/zlink-go/zlink/internal/zguard"
+)
+
+// ZMQConfig configures the guarded zmq4 transport of one node.
+type ZMQConfig struct {
+	// Guard guards every connection of the node's sockets (greeting
+	// deadline, write deadlines, frame limit). OnConnClosed is set by
+	// Listen from Events; leave it nil.
+	Guard zguard.Config
+	// ListenerID is the ROUTER's own socket identity.
+	ListenerID string
+	// DialTimeout bounds one dial (TCP connect); zmq4's retries are off, so
+	// the caller redials.
+	DialTimeout time.Duration
+}
+
+// ZMQ is the production transport: one zmq4 ROUTER bound through the
+// zgtcp:// guard, and one zmq4 DEALER per outbound pipe. ctx is the parent
+// of every socket it makes: cancelling it ends them.
+type ZMQ struct {
+	ctx context.Context
+	cfg ZMQConfig
+}
+
+var (
+	_ Transport = (*ZMQ)(nil)
+	_ Listener  = (*zmqListener)(nil)
+	_ Conn      = (*zmqConn)(nil)
+)
+
+// NewZMQ returns the guarded zmq4 transport (and registers the guard with
+// zmq4 once per process).
+func NewZMQ(ctx context.Context, cfg ZMQConfig) *ZMQ {
+	zguard.Register()
+	return &ZMQ{ctx: ctx, cfg: cfg}
+}
+
+// Listen binds a ROUTER on endpoint.
+func (t *ZMQ) Listen(endpoint string, ev Events) (Listener, error) {
+	ep, err := zguard.Endpoint(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	g := t.cfg.Guard
+	if on := ev.OnClosed; on != nil {
+		g.OnConnClosed = func(ce zguard.ConnEvent) {
+			// A connection refused for claiming a live identity is not the
+			// live pipe closing; one closed before its READY has no pipe.
+			if ce.Identity != "" && !errors.Is(ce.Reason, zguard.ErrDuplicateIdentity) {
+				on(ce.Identity, ce.Reason)
+			}
+		}
+	}
+	r := zmq4.NewRouter(zguard.WithConfig(t.ctx, g), zmq4.WithID(zmq4.SocketIdentity(t.cfg.ListenerID)))
+	if err := r.Listen(ep); err != nil {
+		_ = r.Close()
+		return nil, err
+	}
+	return &zmqListener{s: r}, nil
+}
+
+// Dial connects a DEALER with identity to endpoint.
+func (t *ZMQ) Dial(ctx context.Context, endpoint, identity string) (Conn, error) {
+	ep, err := zguard.Endpoint(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	d := zmq4.NewDealer(zguard.WithConfig(t.ctx, t.cfg.Guard), zmq4.WithID(zmq4.SocketIdentity(identity)),
+		zmq4.WithDialerMaxRetries(0), zmq4.WithDialerTimeout(t.cfg.DialTimeout))
+	if err := d.Dial(ep); err != nil {
+		_ = d.Close()
+		return nil, err
+	}
+	return &zmqConn{s: d}, nil
+}
+
+type zmqListener struct {
+	s      zmq4.Socket
+	closed atomic.Bool
+}
+
+func (l *zmqListener) Addr() net.Addr { return l.s.Addr() }
+
+func (l *zmqListener) Recv() ([]byte, []byte, error) {
+	msg, err := l.s.Recv()
+	if err != nil {
+		if l.closed.Load() {
+			return nil, nil, fmt.Errorf("%w: %w", ErrClosed, err)
+		}
+		return nil, nil, err
+	}
+	if len(msg.Frames) != 2 {
+		return nil, nil, fmt.Errorf("%w: %d frames from a ROUTER peer", ErrMalformed, len(msg.Frames))
+	}
+	return msg.Frames[0], msg.Frames[1], nil
+}
+
+func (l *zmqListener) Send(identity, frame []byte) error {
+	return l.s.Send(zmq4.NewMsgFrom(identity, frame))
+}
+
+func (l *zmqListener) Close() error {
+	l.closed.Store(true)
+	return l.s.Close()
+}
+
+type zmqConn struct {
+	s      zmq4.Socket
+	closed atomic.Bool
+}
+
+func (c *zmqConn) Send(frame []byte) error { return c.s.Send(zmq4.NewMsg(frame)) }
+
+func (c *zmqConn) Recv() ([]byte, error) {
+	msg, err := c.s.Recv()
+	if err != nil {
+		if c.closed.Load() {
+			return nil, fmt.Errorf("%w: %w", ErrClosed, err)
+		}
+		return nil, err
+	}
+	if len(msg.Frames) != 1 {
+		return nil, fmt.Errorf("%w: %d frames from a DEALER peer", ErrMalformed, len(msg.Frames))
+	}
+	return msg.Frames[0], nil
+}
+
+func (c *zmqConn) Close() error {
+	c.closed.Store(true)
+	return c.s.Close()
+}
