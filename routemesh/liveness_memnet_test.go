@@ -109,7 +109,7 @@ func TestPartitionMem_PeerLostAtOnceThenHeal(t *testing.T) {
 		}()
 	}
 	waitUntil(t, "every call running on b", 5*time.Second, func() bool {
-		return a.calls.size() == calls && b.work.load() == calls
+		return a.calls.pending.load() == calls && b.work.load() == calls
 	})
 	nw.Partition("a", "b")
 	wg.Wait()
