@@ -455,5 +455,6 @@ func descriptorEqual(a, b Descriptor) bool {
 	return a.Mesh == b.Mesh && a.RID == b.RID && a.Generation == b.Generation &&
 		a.Revision == b.Revision && a.Endpoint == b.Endpoint && maps.Equal(a.Servers, b.Servers) &&
 		a.ObjectRole == b.ObjectRole && a.PlacementWeight == b.PlacementWeight &&
-		a.SecurityIdentity == b.SecurityIdentity && a.Protocol == b.Protocol && a.Draining == b.Draining
+		a.SecurityIdentity == b.SecurityIdentity && a.Protocol == b.Protocol && a.Draining == b.Draining &&
+		a.Discovers == b.Discovers
 }

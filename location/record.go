@@ -54,6 +54,7 @@ type descriptorRecord struct {
 	SecurityIdentity string            `msgpack:"i"`
 	Protocol         uint16            `msgpack:"p"`
 	Draining         bool              `msgpack:"d"`
+	Discovers        bool              `msgpack:"a"`
 }
 
 type publisherRecord struct {
@@ -68,6 +69,7 @@ func encodeDescriptor(d Descriptor) (string, error) {
 		Mesh: d.Mesh, RID: d.RID, Generation: d.Generation, Revision: d.Revision, Endpoint: d.Endpoint,
 		Servers: d.Servers, ObjectRole: uint8(d.ObjectRole), PlacementWeight: d.PlacementWeight,
 		SecurityIdentity: d.SecurityIdentity, Protocol: d.Protocol, Draining: d.Draining,
+		Discovers: d.Discovers,
 	})
 	if err != nil {
 		return "", fmt.Errorf("zlink: encode descriptor: %w", err)
@@ -119,6 +121,8 @@ func decodeDescriptor(s string) (Descriptor, error) {
 			d.Protocol = uint16(v)
 		case "d":
 			d.Draining, err = r.bool()
+		case "a":
+			d.Discovers, err = r.bool()
 		default:
 			return r.skip(0)
 		}

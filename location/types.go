@@ -57,6 +57,11 @@ type Descriptor struct {
 	SecurityIdentity string // trust profile identity; never the RID
 	Protocol         uint16 // protocol version
 	Draining         bool
+	// Discovers is true when the node runs automatic discovery and so
+	// dials the nodes whose RID sorts after its own. A node that does not
+	// (manual topology) never dials from descriptors: automatic nodes dial
+	// it, whatever the order of the RIDs.
+	Discovers bool
 }
 
 // Clone returns a deep copy of d (the Servers map is copied).

@@ -28,6 +28,7 @@ func (n *Node) descriptor() location.Descriptor {
 		Endpoint: n.endpoint, Servers: cp, ObjectRole: locationRole(n.cfg.ObjectRole),
 		PlacementWeight: n.cfg.PlacementWeight, SecurityIdentity: n.trust.SecurityIdentity(),
 		Protocol: wire.ProtocolVersion, Draining: v.state == NodeDraining,
+		Discovers: n.cfg.Automatic(),
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/location"
+	"github.com/zlink-go/zlink/test/fault"
 )
 
 func testNode(t *testing.T, rid string) *Node {
@@ -33,7 +34,16 @@ func TestDiscovery_IntentWithdrawnDuringDialLeavesNothingBehind(t *testing.T) {
 	a := testNode(t, "a")
 	b := testNode(t, "b")
 	ctx := context.Background()
-	d := location.Descriptor{Mesh: "m", RID: b.RID(), Generation: b.Generation(), Revision: 1, Endpoint: b.Endpoint(),
+	// The dial goes through a proxy that holds every byte for a while, so
+	// it is still in flight when discovery withdraws the intent, however
+	// fast or slow this machine is.
+	proxy, err := fault.New(b.Endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	proxy.Delay(150 * time.Millisecond)
+	d := location.Descriptor{Mesh: "m", RID: b.RID(), Generation: b.Generation(), Revision: 1, Endpoint: proxy.Endpoint(),
 		SecurityIdentity: b.trust.SecurityIdentity(), Servers: map[string]uint16{"c": 100}}
 	if _, err := a.mesh().Request(ctx, &discChange{c: change{kind: wantDial, d: d}}); err != nil {
 		t.Fatal(err)
@@ -41,9 +51,9 @@ func TestDiscovery_IntentWithdrawnDuringDialLeavesNothingBehind(t *testing.T) {
 	if _, err := a.mesh().Request(ctx, &discChange{c: change{kind: wantRemove, d: location.Descriptor{RID: b.RID()}}}); err != nil {
 		t.Fatal(err)
 	}
-	// Let the dial finish (on loopback it takes well under this window) so
-	// its result reaches the mesh actor after the withdrawal.
-	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); {
+	// Let the dial finish (its handshake takes a few proxy delays) so its
+	// result reaches the mesh actor after the withdrawal.
+	for end := time.Now().Add(1500 * time.Millisecond); time.Now().Before(end); {
 		if _, err := a.Status(ctx); err != nil {
 			t.Fatal(err)
 		}

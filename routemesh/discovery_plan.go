@@ -80,7 +80,9 @@ func planDiscovery(local admission.Identity, descs []location.Descriptor) map[st
 		switch {
 		case !admission.NeedsConnection(local, descIdentity(d)):
 			w.kind = wantExcluded
-		case admission.Initiator(local.RID, d.RID):
+		case admission.Initiator(local.RID, d.RID) || !d.Discovers:
+			// The smaller RID dials; a node without discovery never
+			// dials from descriptors, so it is always dialed.
 			w.kind = wantDial
 		default:
 			w.kind = wantAwait

@@ -10,18 +10,21 @@ import (
 func TestPlanDiscovery(t *testing.T) {
 	local := admission.Identity{Mesh: "m", RID: "b", Generation: 1, ObjectRole: admission.RoleClient}
 	d := func(rid string, role location.ObjectRole, servers map[string]uint16) location.Descriptor {
-		return location.Descriptor{Mesh: "m", RID: rid, Generation: 9, Revision: 1, Endpoint: "tcp://h:1", ObjectRole: role, Servers: servers}
+		return location.Descriptor{Mesh: "m", RID: rid, Generation: 9, Revision: 1, Endpoint: "tcp://h:1", ObjectRole: role, Servers: servers, Discovers: true}
 	}
+	manual := d("0", location.RoleNone, nil)
+	manual.Discovers = false
 	descs := []location.Descriptor{
-		d("a", location.RoleNone, nil),                                  // smaller: await
-		d("c", location.RoleServer, nil),                                // larger: dial
-		d("d", location.RoleClient, nil),                                // excluded pair
+		d("a", location.RoleNone, nil),   // smaller: await
+		manual,                           // smaller but manual (never dials): dial
+		d("c", location.RoleServer, nil), // larger: dial
+		d("d", location.RoleClient, nil), // excluded pair
 		d("e", location.RoleClient, map[string]uint16{"x": 0}),          // weight-0 membership: needed
 		d("b", location.RoleServer, nil),                                // self
 		{Mesh: "other", RID: "f", Generation: 1, Endpoint: "tcp://h:2"}, // other mesh
 	}
 	got := planDiscovery(local, descs)
-	want := map[string]wantKind{"a": wantAwait, "c": wantDial, "d": wantExcluded, "e": wantDial}
+	want := map[string]wantKind{"a": wantAwait, "0": wantDial, "c": wantDial, "d": wantExcluded, "e": wantDial}
 	if len(got) != len(want) {
 		t.Fatalf("plan %+v", got)
 	}

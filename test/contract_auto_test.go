@@ -163,7 +163,8 @@ func TestContract_Auto_MonitoringNotConnectedVsNotRequired(t *testing.T) {
 	}
 	put := func(rid string, role location.ObjectRole, servers map[string]uint16) {
 		d := location.Descriptor{Mesh: autoMesh, RID: rid, Generation: 77, Revision: 1, Endpoint: "tcp://127.0.0.1:1",
-			Servers: servers, ObjectRole: role, SecurityIdentity: self.SecurityIdentity, Protocol: self.Protocol}
+			Servers: servers, ObjectRole: role, SecurityIdentity: self.SecurityIdentity, Protocol: self.Protocol,
+			Discovers: true} // automatic nodes (each dials the RIDs after its own)
 		if err := store.PutDescriptor(ctxT(t, 2*time.Second), d, time.Minute); err != nil {
 			t.Fatal(err)
 		}
@@ -406,4 +407,21 @@ func TestContract_Auto_DescriptorBasedManualEndpoint(t *testing.T) {
 	// a (the smaller RID) arbitrates and is ready first; b2 follows on a's
 	// ready signal.
 	waitPeerState(t, b2, "a", routemesh.PeerReady)
+}
+
+// A manual node that publishes its descriptor never dials from
+// descriptors, so reaching it must not depend on how its RID sorts:
+// automatic nodes dial it, also when its RID is the smaller one.
+func TestAuto_ManualNodeReachableWhateverItsRID(t *testing.T) {
+	store := memStore(t)
+	om := zlink.NewOptions().SetLocationStore(store)
+	om.AddRouteMesh(autoMesh).SetRoutingID("0-manual").ConfigureLiveness(fastLiveness).ConfigureDiscovery(fastDiscovery).
+		Channel("match").Server().HandleRequest("echo", echo)
+	manual := startHost(t, om).Mesh(autoMesh)
+	auto := autoNode(t, store, "s", func(b *routemesh.MeshBuilder) { b.Channel("match").Client() })
+	waitPeerState(t, auto, "0-manual", routemesh.PeerReady)
+	waitPeerState(t, manual, auto.RID(), routemesh.PeerReady)
+	if _, err := auto.Call(ctxT(t, 5*time.Second), "match", "echo", nil); err != nil {
+		t.Fatalf("call to the manual node: %v", err)
+	}
 }
