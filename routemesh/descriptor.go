@@ -58,9 +58,10 @@ type lease struct {
 	store location.Store
 	ttl   time.Duration
 
-	mu     sync.Mutex // leaf: guards latest and dirty
+	mu     sync.Mutex // leaf: guards latest, dirty, ended and the wg.Add of a new loop
 	latest location.Descriptor
 	dirty  bool
+	ended  bool // end was called: no loop starts again
 
 	kick      chan struct{}  // capacity 1
 	published atomic.Bool    // the store is known to hold the current snapshot
@@ -153,6 +154,27 @@ func (le *lease) run(ctx context.Context) {
 			published = false
 		}
 	}
+}
+
+// begin registers a new loop (one per lease actor incarnation); false once
+// end was called.
+func (le *lease) begin() bool {
+	le.mu.Lock()
+	defer le.mu.Unlock()
+	if le.ended {
+		return false
+	}
+	le.wg.Add(1)
+	return true
+}
+
+// end refuses new loops and waits for the running ones (their ctx must be
+// cancelled first).
+func (le *lease) end() {
+	le.mu.Lock()
+	le.ended = true
+	le.mu.Unlock()
+	le.wg.Wait()
 }
 
 // remove deletes the descriptor (Stop); every run must have returned.

@@ -64,7 +64,7 @@ func (n *Node) Fail(reason any) {
 	if n.lease != nil {
 		n.goTracked(func() {
 			n.dcancel()
-			n.lease.wg.Wait()
+			n.lease.end()
 			n.lease.remove()
 		})
 	}

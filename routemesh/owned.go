@@ -85,7 +85,9 @@ func (a *leaseActor) Receive(c actor.Context) {
 		var ctx context.Context
 		ctx, a.cancel = context.WithCancel(n.dctx)
 		le := n.lease
-		le.wg.Add(1)
+		if !le.begin() {
+			return // the node is stopping: no new loop
+		}
 		if !n.goOwned(func() *actors.Ref { return self }, func() { defer le.wg.Done(); le.run(ctx) }) {
 			le.wg.Done()
 		}

@@ -33,7 +33,7 @@ func (n *Node) stop(ctx context.Context) error {
 	// descriptor write after this point; then the descriptor goes.
 	n.dcancel()
 	if n.lease != nil {
-		n.lease.wg.Wait()
+		n.lease.end()
 		n.lease.remove()
 	}
 	n.callsClosed.Store(true)
