@@ -41,6 +41,7 @@ func TestErrors_ReexportsAreTheSourceValues(t *testing.T) {
 		{"UnknownChannel", zlink.ErrUnknownChannel, []error{routemesh.ErrUnknownChannel}},
 		{"DrainTimeout", zlink.ErrDrainTimeout, []error{routemesh.ErrDrainTimeout}},
 		{"NodeFailed", zlink.ErrNodeFailed, []error{routemesh.ErrNodeFailed}},
+		{"RIDInUse", zlink.ErrRIDInUse, []error{routemesh.ErrRIDInUse}},
 
 		{"Config", zlink.ErrConfig, []error{routemesh.ErrConfig}},
 		{"DuplicateMesh", zlink.ErrDuplicateMesh, []error{routemesh.ErrDuplicateMesh}},

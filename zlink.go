@@ -77,6 +77,9 @@ var (
 	// ErrNodeFailed: the node is in its terminal Failed state; every
 	// pending and later call ends with it.
 	ErrNodeFailed = routemesh.ErrNodeFailed
+	// ErrRIDInUse: Start refused a fixed RID that a live node of the mesh
+	// holds (a *routemesh.ConfigError, also matching ErrConfig).
+	ErrRIDInUse = routemesh.ErrRIDInUse
 )
 
 // Startup refusals. Every refusal of Start's validation is a

@@ -245,7 +245,9 @@ func fromWire(r wire.RejectReason) handshake.Reason {
 // other refusals at debug.
 func (m *meshActor) logReject(p *pipe, reason wire.RejectReason, detail string, remote bool) {
 	ev := m.n.log.Debug()
-	if reason == wire.RejectAuth {
+	// Refusals a person must act on (wrong secret, a RID another lifecycle
+	// holds) are warnings, once per endpoint and peer generation.
+	if reason == wire.RejectAuth || reason == wire.RejectRIDCollision || reason == wire.RejectStaleGeneration {
 		endpoint := p.remote.Endpoint
 		if p.intent != nil {
 			endpoint = p.intent.cfg.Endpoint

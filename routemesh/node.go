@@ -207,6 +207,12 @@ func Start(ctx context.Context, cfg *Config, deps Deps) (*Node, error) {
 		n.onRevision = func() { le.set(n.descriptor()) }
 	}
 
+	if err := n.waitForRID(ctx); err != nil {
+		_ = n.ln.Close()
+		closeAll()
+		return nil, err
+	}
+
 	// The mesh actor does the rest in its Started, on every (re)start.
 	spec := n.meshSpec()
 	spec.Parent = deps.Parent

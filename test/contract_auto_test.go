@@ -425,3 +425,56 @@ func TestAuto_ManualNodeReachableWhateverItsRID(t *testing.T) {
 		t.Fatalf("call to the manual node: %v", err)
 	}
 }
+
+// Two live processes must not serve under one fixed RID: the second is
+// refused, naming the RID and the holder.
+func TestRID_LiveHolderRefusesASecondNode(t *testing.T) {
+	store := memStore(t)
+	disc := routemesh.DiscoveryConfig{DescriptorTTL: 300 * time.Millisecond, Poll: 50 * time.Millisecond}
+	start := func() (*zlink.Host, error) {
+		o := zlink.NewOptions().SetLocationStore(store).SetLogger(testLogger(t))
+		o.AddRouteMesh(autoMesh).SetRoutingID("dup").ConfigureLiveness(fastLiveness).ConfigureDiscovery(disc)
+		return zlink.Start(ctxT(t, 10*time.Second), o)
+	}
+	first, err := start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopHost(t, first) })
+	second, err := start()
+	if err == nil {
+		stopHost(t, second)
+		t.Fatal("a second node started under a RID a live node holds")
+	}
+	if !errors.Is(err, routemesh.ErrRIDInUse) || !strings.Contains(err.Error(), `"dup"`) ||
+		!strings.Contains(err.Error(), first.Mesh(autoMesh).Endpoint()) {
+		t.Fatalf("second start: %v, want ErrRIDInUse naming the RID and the holder", err)
+	}
+}
+
+// A holder that died (its lease is still in the store) delays a restart
+// under the same RID only until its lease runs out.
+func TestRID_DeadHolderIsWaitedOutThenReplaced(t *testing.T) {
+	store := memStore(t)
+	disc := routemesh.DiscoveryConfig{DescriptorTTL: 400 * time.Millisecond, Poll: 50 * time.Millisecond}
+	o := zlink.NewOptions().SetLocationStore(store)
+	o.AddRouteMesh(autoMesh).SetRoutingID("phoenix").ConfigureLiveness(fastLiveness).ConfigureDiscovery(disc)
+	h := startHost(t, o)
+	self, err := descriptorOf(t, store, "phoenix")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopHost(t, h) // deletes its descriptor; put back a "dead" one that nobody renews
+	dead := self.Clone()
+	dead.Generation ^= 0xabc
+	if err := store.PutDescriptor(ctxT(t, 2*time.Second), dead, disc.DescriptorTTL); err != nil {
+		t.Fatal(err)
+	}
+	o2 := zlink.NewOptions().SetLocationStore(store)
+	o2.AddRouteMesh(autoMesh).SetRoutingID("phoenix").ConfigureLiveness(fastLiveness).ConfigureDiscovery(disc)
+	h2 := startHost(t, o2)
+	d, err := descriptorOf(t, store, "phoenix")
+	if err != nil || d.Generation != h2.Mesh(autoMesh).Generation() {
+		t.Fatalf("descriptor after the restart: %+v %v", d, err)
+	}
+}
