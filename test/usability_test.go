@@ -73,10 +73,10 @@ func TestHandlerContext_GivesOwnRIDAndCaller(t *testing.T) {
 }
 
 func TestPeers_GoodbyeCountsAsDepartedNotLost(t *testing.T) {
-	// Slow heartbeats: nothing is in flight when a client stops (a socket
-	// closed with unread frames is reset, and the reset discards the
-	// goodbye before it is read).
-	quiet := routemesh.LivenessConfig{Interval: 5 * time.Second, MaxGap: 5, LastHeard: 30 * time.Second}
+	// Fast heartbeats: frames are in flight both ways when a node stops.
+	// The goodbye must still arrive (a closing node drains what its peer
+	// still sends instead of resetting the connection).
+	quiet := fastLiveness
 	o := zlink.NewOptions()
 	o.AddRouteMesh("game").SetRoutingID("srv").ConfigureLiveness(quiet).Channel("match").Server()
 	srv := startHost(t, o).Mesh("game")

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"os"
@@ -267,7 +268,11 @@ func (c *conn) closeWith(reason error, rejected bool) {
 	ev := ConnEvent{Identity: c.identity, Remote: c.remote, Reason: reason}
 	c.mu.Unlock()
 
-	_ = c.raw.Close()
+	if rejected || !errors.Is(reason, ErrClosedLocally) {
+		_ = c.raw.Close()
+	} else {
+		lingerClose(c.raw)
+	}
 	if c.ln != nil {
 		c.ln.forget(c, ev.Identity)
 	}
@@ -277,6 +282,30 @@ func (c *conn) closeWith(reason error, rejected bool) {
 	if c.cfg.OnConnClosed != nil {
 		c.cfg.OnConnClosed(ev)
 	}
+}
+
+// closeLinger bounds how long a closed connection drains what the peer
+// still sends.
+const closeLinger = 250 * time.Millisecond
+
+// lingerClose ends a connection we close on our own without losing what
+// we sent last (a goodbye): closing a socket whose receive buffer holds
+// unread bytes sends a reset, and a reset makes the peer's kernel drop
+// what the peer has not read yet. So: send FIN after our last bytes, read
+// and discard until the peer closes too (or closeLinger passes), then
+// close. It never blocks its caller.
+func lingerClose(raw net.Conn) {
+	tcp, ok := raw.(interface{ CloseWrite() error })
+	if !ok {
+		_ = raw.Close()
+		return
+	}
+	_ = tcp.CloseWrite()
+	_ = raw.SetReadDeadline(time.Now().Add(closeLinger))
+	go func() {
+		_, _ = io.Copy(io.Discard, raw)
+		_ = raw.Close()
+	}()
 }
 
 func (c *conn) LocalAddr() net.Addr  { return c.raw.LocalAddr() }
