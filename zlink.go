@@ -364,7 +364,7 @@ func (a *hostActor) Receive(c actor.Context) {
 // actor restarted; a node whose mesh actor cannot be spawned fails.
 func (h *Host) respawnMeshes() {
 	for _, n := range h.Meshes() {
-		if err := n.Respawn(h.root); err != nil {
+		if err := n.Respawn(); err != nil {
 			n.Fail(err)
 			continue
 		}

@@ -19,18 +19,18 @@ func (n *Node) meshSpec() actors.Spec {
 	}
 }
 
-// Respawn starts a new mesh actor for the node under parent (the host,
-// after its own restart stopped the old one); the new actor rebuilds the
-// node from its configuration and last view. A stopped or failed node is
-// not respawned. It waits for parent to spawn it, so the parent must not
-// call it from inside its own Receive.
-func (n *Node) Respawn(parent *actors.Ref) error {
+// Respawn starts a new mesh actor for the node under the parent it was
+// started with (the host, after its own restart stopped the old one); the
+// new actor rebuilds the node from its configuration and last view. A
+// stopped or failed node is not respawned. It waits for the parent to
+// spawn it, so the parent must not call it from inside its own Receive.
+func (n *Node) Respawn() error {
 	switch n.State() {
 	case NodeStopping, NodeStopped, NodeFailed:
 		return nil
 	}
 	spec := n.meshSpec()
-	spec.Parent = parent
+	spec.Parent = n.parent
 	_, err := n.sys.Spawn(spec)
 	return err
 }
