@@ -319,6 +319,7 @@ func TestCLI_BadFlagsAndConfigsExit2(t *testing.T) {
 		{"weight not a number", []string{"weight", "--admin", "127.0.0.1:1", "match", "heavy"}, `weight "heavy"`},
 		{"weight args", []string{"weight", "--admin", "127.0.0.1:1", "match"}, "accepts 2 arg(s)"},
 		{"bench unknown", []string{"bench", "--quick", "nope"}, "unknown bench nope"},
+		{"admin reachable from other hosts without a token", []string{"run", "--admin", "0.0.0.0:0"}, "--admin-token-file"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -400,5 +401,24 @@ func TestCLI_LocationOverTLS(t *testing.T) {
 	r = cliRun(t, 30*time.Second, "run", "--mesh", "tls", "--rid-prefix", "s", "--location", bad)
 	if r.code == 0 || strings.Contains(r.stderr, "secret") || !strings.Contains(r.stderr, redis.Addr()) {
 		t.Fatalf("untrusted CA: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// With an admin token, `weight` works with the token file and is refused
+// without it; read-only commands need nothing.
+func TestCLI_AdminToken(t *testing.T) {
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("cli-test-admin-token-0123456789\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n := cliStartNode(t, "--rid", "tok", "--server", "match", "--admin-token-file", tokenFile)
+	if r := cliRun(t, 20*time.Second, "weight", "--admin", n.admin, "match", "5"); r.code == 0 || !strings.Contains(r.stderr, "admin token") {
+		t.Fatalf("weight without the token: exit %d stderr %q", r.code, r.stderr)
+	}
+	if r := cliRun(t, 20*time.Second, "weight", "--admin", n.admin, "--admin-token-file", tokenFile, "match", "5"); r.code != 0 {
+		t.Fatalf("weight with the token: exit %d stderr %q", r.code, r.stderr)
+	}
+	if r := cliRun(t, 20*time.Second, "status", "--admin", n.admin); r.code != 0 || !strings.Contains(r.stdout, "match") {
+		t.Fatalf("status without a token: exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
 	}
 }

@@ -66,9 +66,11 @@ func (a *app) routes(hc zlink.HealthConfig) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", a.getStatus)
 	mux.HandleFunc("GET /tree", a.getTree)
-	mux.HandleFunc("POST /weight", a.postWeight)
-	mux.HandleFunc("POST /drain", a.postDrain)
-	mux.HandleFunc("POST /undrain", a.postUndrain)
+	// Endpoints that change the node need the admin token (when one is
+	// configured); the read-only ones stay open.
+	mux.HandleFunc("POST /weight", a.requireToken(a.postWeight))
+	mux.HandleFunc("POST /drain", a.requireToken(a.postDrain))
+	mux.HandleFunc("POST /undrain", a.requireToken(a.postUndrain))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", a.getHealthz(hc))
 	mux.HandleFunc("GET /readyz", a.getReadyz(hc))

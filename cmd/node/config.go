@@ -31,6 +31,10 @@ type fileConfig struct {
 	LogFormat string `yaml:"log_format"`
 	// SecretFile is the default trust secret of every mesh.
 	SecretFile string `yaml:"secret_file"`
+	// AdminTokenFile holds the admin bearer token: the endpoints that
+	// change the node (weight, drain, undrain) need it. Required when Admin
+	// is not a loopback address.
+	AdminTokenFile string `yaml:"admin_token_file"`
 	// Meshes are the MeshNodes of this process, one per MeshName.
 	Meshes []meshConfig `yaml:"meshes"`
 }

@@ -20,13 +20,25 @@ import (
 
 // adminClient talks to a node's admin API.
 type adminClient struct {
-	base string
-	hc   *http.Client
+	base  string
+	hc    *http.Client
+	token []byte // sent as a bearer token when set
 }
 
-func newAdminClient(addr string, timeout time.Duration) (*adminClient, error) {
+// adminTarget is what the admin subcommands take: the address and the
+// token file.
+type adminTarget struct {
+	addr, tokenFile string
+}
+
+func newAdminClient(t adminTarget, timeout time.Duration) (*adminClient, error) {
+	addr := t.addr
 	if addr == "" {
 		return nil, usagef("--admin ADDR is required")
+	}
+	token, err := readAdminToken(t.tokenFile)
+	if err != nil {
+		return nil, err
 	}
 	base := addr
 	if !strings.Contains(base, "://") {
@@ -35,7 +47,7 @@ func newAdminClient(addr string, timeout time.Duration) (*adminClient, error) {
 	if _, err := url.Parse(base); err != nil {
 		return nil, usagef(fmt.Sprintf("--admin %q: %v", addr, err))
 	}
-	return &adminClient{base: strings.TrimRight(base, "/"), hc: &http.Client{Timeout: timeout}}, nil
+	return &adminClient{base: strings.TrimRight(base, "/"), hc: &http.Client{Timeout: timeout}, token: token}, nil
 }
 
 // do sends a request and returns the status and body.
@@ -54,6 +66,9 @@ func (c *adminClient) do(ctx context.Context, method, path string, body any) (in
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if len(c.token) > 0 {
+		req.Header.Set("Authorization", "Bearer "+string(c.token))
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
@@ -77,12 +92,14 @@ func fail(code int, raw []byte) error {
 	return fmt.Errorf("%s", e.Error)
 }
 
-func addAdminFlag(c *cobra.Command, addr *string) {
-	c.Flags().StringVar(addr, "admin", "", "admin address of the node (HOST:PORT)")
+func addAdminFlag(c *cobra.Command, t *adminTarget) {
+	c.Flags().StringVar(&t.addr, "admin", "", "admin address of the node (HOST:PORT)")
+	c.Flags().StringVar(&t.tokenFile, "admin-token-file", "", "the node's admin token file (weight, drain and undrain need it when the node has one)")
 }
 
 func newStatusCmd() *cobra.Command {
-	var admin, mesh string
+	var admin adminTarget
+	var mesh string
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "status --admin ADDR [--json]",
@@ -173,7 +190,7 @@ func printStatus(w io.Writer, st statusView) {
 }
 
 func newTreeCmd() *cobra.Command {
-	var admin string
+	var admin adminTarget
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "tree --admin ADDR [--json]",
@@ -207,7 +224,8 @@ func newTreeCmd() *cobra.Command {
 }
 
 func newWeightCmd() *cobra.Command {
-	var admin, mesh string
+	var admin adminTarget
+	var mesh string
 	c := &cobra.Command{
 		Use:   "weight --admin ADDR CHANNEL WEIGHT",
 		Short: "Change a Server weight at runtime (0..10000)",
@@ -242,7 +260,7 @@ func newWeightCmd() *cobra.Command {
 }
 
 func newDrainCmd() *cobra.Command {
-	var admin string
+	var admin adminTarget
 	var timeout time.Duration
 	c := &cobra.Command{
 		Use:   "drain --admin ADDR [--timeout D]",

@@ -34,6 +34,7 @@ type runFlags struct {
 	rid, ridPrefix, location          string
 	peers, servers, clients           []string
 	object, secretFile, admin         string
+	tokenFile                         string
 	logLevel, logFormat               string
 	meshFlagsSet, adminSet, locSet    bool
 	secretSet, logLevelSet, logFmtSet bool
@@ -76,6 +77,7 @@ func newRunCmd() *cobra.Command {
 	fs.StringArrayVar(&f.clients, "client", nil, "Client role CHANNEL (repeatable)")
 	fs.StringVar(&f.object, "object", "none", "object role: none, client or server")
 	fs.StringVar(&f.secretFile, "secret-file", "", "shared-secret file of the trust profile")
+	fs.StringVar(&f.tokenFile, "admin-token-file", "", "admin bearer token file: weight, drain and undrain need the token (required when --admin is not a loopback address)")
 	fs.StringVar(&f.admin, "admin", defaultAdmin, "admin HTTP address")
 	fs.StringVar(&f.logLevel, "log-level", "warn", "log level: trace, debug, info, warn, error, disabled")
 	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or console")
@@ -102,6 +104,7 @@ func (f *runFlags) resolve() (*fileConfig, error) {
 	pick(&cfg.LogLevel, f.logLevel, f.logLevelSet)
 	pick(&cfg.LogFormat, f.logFormat, f.logFmtSet)
 	pick(&cfg.SecretFile, f.secretFile, f.secretSet)
+	pick(&cfg.AdminTokenFile, f.tokenFile, f.tokenFile != "")
 	if len(cfg.Meshes) > 0 {
 		if f.meshFlagsSet {
 			return nil, usagef("mesh flags (--mesh, --listen, --server, …) cannot be combined with meshes in --config")
@@ -178,6 +181,14 @@ func runNode(ctx context.Context, cfg *fileConfig, cmd *cobra.Command) error {
 	if _, err := net.ResolveTCPAddr("tcp", cfg.Admin); err != nil {
 		return usagef(fmt.Sprintf("--admin %q: %v", cfg.Admin, err))
 	}
+	token, err := readAdminToken(cfg.AdminTokenFile)
+	if err != nil {
+		return err
+	}
+	if err := checkAdminExposure(cfg.Admin, token); err != nil {
+		return err
+	}
+	a.token = token
 
 	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -240,6 +251,7 @@ func readyLine(h *zlink.Host, admin string) string {
 // app is the running node as the admin API sees it.
 type app struct {
 	log      zerolog.Logger
+	token    []byte // admin bearer token; nil = mutating endpoints open (loopback only)
 	names    []string
 	bis      map[string]*builtins
 	host     atomic.Pointer[zlink.Host]

@@ -47,7 +47,7 @@ func (a *app) postUndrain(w http.ResponseWriter, r *http.Request) {
 }
 
 func newUndrainCmd() *cobra.Command {
-	var admin string
+	var admin adminTarget
 	c := &cobra.Command{
 		Use:   "undrain --admin ADDR",
 		Short: "Undo a drain: the node returns to new selection without a restart",
