@@ -338,7 +338,7 @@ func (n *Node) baseStatus() Status {
 		Mesh: n.cfg.Mesh, RID: n.rid, Generation: n.gen, Revision: v.revision,
 		State: v.state, Endpoint: n.endpoint, ObjectRole: n.cfg.ObjectRole.String(),
 		Peers: []PeerStatus{}, Channels: n.channelStatus(v), Counters: n.cnt.snapshot(),
-		Latency: n.lat.snapshot(), Inflight: n.work.load(),
+		Latency: n.lat.snapshot(), LatencySum: time.Duration(n.lat.sumNs.Load()), Inflight: n.work.load(),
 		Hung: v.hung, AdmissionPaused: v.paused,
 	}
 	st.Drained = v.state == NodeDraining && st.Inflight == 0

@@ -128,6 +128,8 @@ type Status struct {
 	Channels   []ChannelStatus   `json:"channels"`
 	Counters   map[string]uint64 `json:"counters"`
 	Latency    []LatencyBucket   `json:"latency"`
+	// LatencySum is the total time of the calls in Latency.
+	LatencySum time.Duration `json:"latency_sum_ns"`
 	Drained    bool              `json:"drained,omitempty"`
 	Inflight   int64             `json:"inflight"`
 	// Hung is the number of handlers running past their caller's deadline

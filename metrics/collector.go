@@ -1,0 +1,210 @@
+package metrics
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	zlink "github.com/zlink-go/zlink"
+	"github.com/zlink-go/zlink/routemesh"
+	"github.com/zlink-go/zlink/supervisor"
+)
+
+// Config tunes a Collector. Zero fields take their defaults.
+type Config struct {
+	// ScrapeTimeout bounds the status requests of one scrape. Default 2 s.
+	ScrapeTimeout time.Duration
+	// Extra, when set, adds metrics of the caller's own for each mesh on
+	// every scrape (described by ExtraDescs). It must not block.
+	Extra      func(mesh string, ch chan<- prometheus.Metric)
+	ExtraDescs []*prometheus.Desc
+}
+
+var (
+	descCalls = prometheus.NewDesc("zlink_calls_total",
+		"Calls started by this MeshNode (select-one, multicast members, Node-direct).", []string{"mesh"}, nil)
+	descOK = prometheus.NewDesc("zlink_calls_ok_total",
+		"Calls that ended with a reply.", []string{"mesh"}, nil)
+	descErrors = prometheus.NewDesc("zlink_call_errors_total",
+		"Calls that ended with an error, by wire error kind (busy, timeout, no_target, …).", []string{"mesh", "kind"}, nil)
+	descLatency = prometheus.NewDesc("zlink_call_latency_seconds",
+		"Latency of select-one calls started by this MeshNode.", []string{"mesh"}, nil)
+	descPeers = prometheus.NewDesc("zlink_peers",
+		"Peers by monitoring state (Connecting, Ready, NotConnected, NotRequired, Draining).", []string{"mesh", "state"}, nil)
+	descState = prometheus.NewDesc("zlink_node_state",
+		"1 for the MeshNode's current lifecycle state.", []string{"mesh", "state"}, nil)
+	descInflight = prometheus.NewDesc("zlink_inflight",
+		"Admitted inbound messages not yet handled.", []string{"mesh"}, nil)
+	descWeight = prometheus.NewDesc("zlink_channel_weight",
+		"Current Server weight of each Server channel.", []string{"mesh", "channel"}, nil)
+	descRuntime = prometheus.NewDesc("zlink_runtime_events_total",
+		"Runtime event counters: protocol_errors, late_frames, handshake_rejects, peers_lost (without a goodbye), peers_departed (clean departures).", []string{"mesh", "event"}, nil)
+	descActors = prometheus.NewDesc("zlink_actors",
+		"Live supervised actors by kind.", []string{"kind"}, nil)
+	descDepth = prometheus.NewDesc("zlink_mailbox_depth",
+		"Messages queued in the mailboxes of the actors of each kind.", []string{"kind"}, nil)
+	descBytes = prometheus.NewDesc("zlink_mailbox_bytes",
+		"Bytes queued in the mailboxes of the actors of each kind.", []string{"kind"}, nil)
+	descRestarts = prometheus.NewDesc("zlink_actor_restarts",
+		"Restarts of the live actors of each kind (an actor that stops takes its count with it).", []string{"kind"}, nil)
+)
+
+var runtimeEvents = []string{"protocol_errors", "late_frames", "handshake_rejects", "peers_lost", "peers_departed"}
+
+var peerStates = []routemesh.PeerState{
+	routemesh.PeerConnecting, routemesh.PeerReady, routemesh.PeerNotConnected,
+	routemesh.PeerNotRequired, routemesh.PeerDraining,
+}
+
+var nodeStates = []routemesh.NodeState{
+	routemesh.NodeStarting, routemesh.NodeReady, routemesh.NodeDraining,
+	routemesh.NodeStopping, routemesh.NodeStopped, routemesh.NodeFailed,
+}
+
+// Collector reads a Host's status and tree on every scrape.
+type Collector struct {
+	host func() *zlink.Host
+	cfg  Config
+}
+
+var _ prometheus.Collector = (*Collector)(nil)
+
+// For returns the collector of h with the default Config.
+func For(h *zlink.Host) *Collector { return New(func() *zlink.Host { return h }, Config{}) }
+
+// New returns a collector of the Host host returns at each scrape (nil:
+// nothing to report yet, e.g. before Start).
+func New(host func() *zlink.Host, cfg Config) *Collector {
+	if cfg.ScrapeTimeout <= 0 {
+		cfg.ScrapeTimeout = 2 * time.Second
+	}
+	return &Collector{host: host, cfg: cfg}
+}
+
+// Describe sends every descriptor.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descCalls, descOK, descErrors, descLatency, descPeers, descState,
+		descInflight, descWeight, descRuntime, descActors, descDepth, descBytes, descRestarts} {
+		ch <- d
+	}
+	for _, d := range c.cfg.ExtraDescs {
+		ch <- d
+	}
+}
+
+// Collect reads a fresh snapshot of every mesh and of the tree.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	h := c.host()
+	if h == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.ScrapeTimeout)
+	defer cancel()
+	for _, n := range h.Meshes() {
+		st, err := n.Status(ctx)
+		if err != nil && st.Mesh == "" {
+			continue
+		}
+		collectStatus(ch, st)
+		if c.cfg.Extra != nil {
+			c.cfg.Extra(st.Mesh, ch)
+		}
+	}
+	collectKinds(ch, h.Tree())
+}
+
+func collectStatus(ch chan<- prometheus.Metric, st routemesh.Status) {
+	m := st.Mesh
+	ch <- prometheus.MustNewConstMetric(descCalls, prometheus.CounterValue, float64(st.Counters["calls"]), m)
+	ch <- prometheus.MustNewConstMetric(descOK, prometheus.CounterValue, float64(st.Counters["ok"]), m)
+	for k, v := range st.Counters {
+		if kind, ok := strings.CutPrefix(k, "errors_"); ok {
+			ch <- prometheus.MustNewConstMetric(descErrors, prometheus.CounterValue, float64(v), m, kind)
+		}
+	}
+	for _, ev := range runtimeEvents {
+		ch <- prometheus.MustNewConstMetric(descRuntime, prometheus.CounterValue, float64(st.Counters[ev]), m, ev)
+	}
+	if buckets, count, ok := latencyBuckets(st.Latency); ok {
+		ch <- prometheus.MustNewConstHistogram(descLatency, count, st.LatencySum.Seconds(), buckets, m)
+	}
+	for _, ps := range peerStates {
+		ch <- prometheus.MustNewConstMetric(descPeers, prometheus.GaugeValue, float64(st.CountPeers(ps)), m, ps.String())
+	}
+	for _, ns := range nodeStates {
+		v := 0.0
+		if st.State == ns {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descState, prometheus.GaugeValue, v, m, ns.String())
+	}
+	ch <- prometheus.MustNewConstMetric(descInflight, prometheus.GaugeValue, float64(st.Inflight), m)
+	for _, c := range st.Channels {
+		if c.Role == routemesh.RoleServer.String() {
+			ch <- prometheus.MustNewConstMetric(descWeight, prometheus.GaugeValue, float64(c.Weight), m, c.Name)
+		}
+	}
+}
+
+// latencyBuckets turns the runtime's per-bucket counts (LE as a Go
+// duration, last "+Inf") into Prometheus cumulative buckets in seconds.
+func latencyBuckets(lb []routemesh.LatencyBucket) (map[float64]uint64, uint64, bool) {
+	if len(lb) == 0 {
+		return nil, 0, false
+	}
+	out := make(map[float64]uint64, len(lb))
+	var cum uint64
+	for _, b := range lb {
+		cum += b.Count
+		if b.LE == "+Inf" {
+			continue
+		}
+		d, err := time.ParseDuration(b.LE)
+		if err != nil {
+			return nil, 0, false
+		}
+		out[d.Seconds()] = cum
+	}
+	return out, cum, true
+}
+
+type kindTotals struct{ actors, depth, bytes, restarts float64 }
+
+// collectKinds sums the tree per actor kind (the root, the system itself,
+// is left out).
+func collectKinds(ch chan<- prometheus.Metric, root supervisor.Node) {
+	totals := map[string]*kindTotals{}
+	var walk func(n supervisor.Node)
+	walk = func(n supervisor.Node) {
+		if n.Path != supervisor.RootPath {
+			t := totals[n.Kind]
+			if t == nil {
+				t = &kindTotals{}
+				totals[n.Kind] = t
+			}
+			t.actors++
+			t.depth += float64(n.Mailbox.Depth)
+			t.bytes += float64(n.Mailbox.Bytes)
+			t.restarts += float64(n.Restarts)
+		}
+		for _, c := range n.Children {
+			walk(c)
+		}
+	}
+	walk(root)
+	kinds := make([]string, 0, len(totals))
+	for k := range totals {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		t := totals[k]
+		ch <- prometheus.MustNewConstMetric(descActors, prometheus.GaugeValue, t.actors, k)
+		ch <- prometheus.MustNewConstMetric(descDepth, prometheus.GaugeValue, t.depth, k)
+		ch <- prometheus.MustNewConstMetric(descBytes, prometheus.GaugeValue, t.bytes, k)
+		ch <- prometheus.MustNewConstMetric(descRestarts, prometheus.GaugeValue, t.restarts, k)
+	}
+}

@@ -1,0 +1,113 @@
+package metrics_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/goleak"
+
+	zlink "github.com/zlink-go/zlink"
+	"github.com/zlink-go/zlink/metrics"
+	"github.com/zlink-go/zlink/routemesh"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreAnyFunction("github.com/go-zeromq/zmq4.(*routerQReader).listen"),
+		goleak.IgnoreAnyFunction("github.com/go-zeromq/zmq4.(*qreader).listen"),
+		goleak.IgnoreAnyFunction("github.com/go-zeromq/zmq4.(*socket).connReaper"),
+		goleak.IgnoreAnyFunction("github.com/go-zeromq/zmq4.(*Conn).read"),
+		goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/actor.(*ActorSystem).Shutdown.func1"),
+		goleak.IgnoreAnyFunction("github.com/lithammer/shortuuid/v4.init.0"),
+		goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
+	)
+}
+
+func start(t *testing.T, o *zlink.Options) *zlink.Host {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	h, err := zlink.Start(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = h.Stop(ctx)
+	})
+	return h
+}
+
+// An embedding application registers the collector on its own registry:
+// the metrics are lint-clean, count what happened, carry a correct
+// latency sum, and no label carries a RID or an actor path.
+func TestCollector_ForAnEmbedder(t *testing.T) {
+	os := zlink.NewOptions()
+	os.AddRouteMesh("game").SetRoutingID("srv-7f3a").Channel("match").Server().
+		HandleRequest("echo", func(c *routemesh.Context, p []byte) ([]byte, error) { return p, nil })
+	srv := start(t, os).Mesh("game")
+	oc := zlink.NewOptions()
+	oc.AddRouteMesh("game").SetRoutingID("cli-91bc").AddPeer(srv.Endpoint(), "srv-7f3a").Channel("match").Client()
+	hc := start(t, oc)
+	cli := hc.Mesh("game")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := cli.WaitReady(ctx, "match"); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if _, err := cli.Call(ctx, "match", "echo", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	c := metrics.For(hc)
+	problems, err := testutil.CollectAndLint(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	if got := testutil.ToFloat64(prometheus.CollectorFunc(func(ch chan<- prometheus.Metric) {
+		only(c, ch, `zlink_calls_ok_total`)
+	})); got != 5 {
+		t.Fatalf("zlink_calls_ok_total = %v, want 5", got)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if v := l.GetValue(); strings.Contains(v, "srv-7f3a") || strings.Contains(v, "cli-91bc") || strings.HasPrefix(v, "/") {
+					t.Errorf("%s carries a per-process label %s=%q", f.GetName(), l.GetName(), v)
+				}
+			}
+			if h := m.GetHistogram(); h != nil && f.GetName() == "zlink_call_latency_seconds" {
+				if h.GetSampleCount() != 5 || h.GetSampleSum() <= 0 {
+					t.Errorf("latency histogram: count %d sum %v", h.GetSampleCount(), h.GetSampleSum())
+				}
+			}
+		}
+	}
+}
+
+// only forwards the metrics of one family.
+func only(c prometheus.Collector, ch chan<- prometheus.Metric, name string) {
+	all := make(chan prometheus.Metric, 256)
+	go func() { c.Collect(all); close(all) }()
+	for m := range all {
+		if strings.Contains(m.Desc().String(), `"`+name+`"`) {
+			ch <- m
+		}
+	}
+}
