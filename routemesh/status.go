@@ -130,8 +130,8 @@ type Status struct {
 	Latency    []LatencyBucket   `json:"latency"`
 	// LatencySum is the total time of the calls in Latency.
 	LatencySum time.Duration `json:"latency_sum_ns"`
-	Drained    bool              `json:"drained,omitempty"`
-	Inflight   int64             `json:"inflight"`
+	Drained    bool          `json:"drained,omitempty"`
+	Inflight   int64         `json:"inflight"`
 	// Hung is the number of handlers running past their caller's deadline
 	// at the last sweep; AdmissionPaused is true while the node refuses new
 	// work because Hung reached the configured threshold.
