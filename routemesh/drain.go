@@ -17,20 +17,7 @@ import (
 // that is stopping or stopped answers ErrShuttingDown; a Failed node
 // ErrNodeFailed.
 func (n *Node) Drain(ctx context.Context) error {
-	if err := n.load().refusal(n); err != nil {
-		return err
-	}
-	r, err := n.mesh().Request(ctx, &drainMsg{})
-	if err != nil {
-		if errors.Is(err, actors.ErrStopped) {
-			if rerr := n.load().refusal(n); rerr != nil {
-				return rerr
-			}
-			return wire.ErrShuttingDown
-		}
-		return err
-	}
-	if err, _ := r.(error); err != nil {
+	if err := n.askMesh(ctx, &drainMsg{}); err != nil {
 		return err
 	}
 	wctx, cancel := context.WithTimeout(ctx, n.cfg.DrainTimeout)
@@ -83,20 +70,7 @@ func (m *meshActor) drain() error {
 // that is not draining answers nil. A node that is stopping or stopped
 // answers ErrShuttingDown; a Failed node ErrNodeFailed.
 func (n *Node) Undrain(ctx context.Context) error {
-	if err := n.load().refusal(n); err != nil {
-		return err
-	}
-	r, err := n.mesh().Request(ctx, &undrainMsg{})
-	if err != nil {
-		if errors.Is(err, actors.ErrStopped) {
-			if rerr := n.load().refusal(n); rerr != nil {
-				return rerr
-			}
-			return wire.ErrShuttingDown
-		}
-		return err
-	}
-	if err, _ := r.(error); err != nil {
+	if err := n.askMesh(ctx, &undrainMsg{}); err != nil {
 		return err
 	}
 	n.log.Info().Msg("meshnode undrained")
@@ -139,6 +113,29 @@ func (m *meshActor) undrain() error {
 	}
 	if n.onRevision != nil {
 		n.onRevision()
+	}
+	return nil
+}
+
+// askMesh asks the mesh actor to make a state change and returns its
+// answer (nil, or why the node cannot): the node's refusal when it is
+// stopping, stopped or Failed, ErrShuttingDown when the mesh actor is gone.
+func (n *Node) askMesh(ctx context.Context, msg any) error {
+	if err := n.load().refusal(n); err != nil {
+		return err
+	}
+	r, err := n.mesh().Request(ctx, msg)
+	if err != nil {
+		if errors.Is(err, actors.ErrStopped) {
+			if rerr := n.load().refusal(n); rerr != nil {
+				return rerr
+			}
+			return wire.ErrShuttingDown
+		}
+		return err
+	}
+	if err, _ := r.(error); err != nil {
+		return err
 	}
 	return nil
 }
