@@ -43,7 +43,10 @@ func runChildNode() {
 	}
 	forever := make(chan struct{})
 	o := zlink.NewOptions().SetLogger(log)
-	o.AddRouteMesh(childMesh).SetRoutingID(os.Getenv("ZLINK_CHILD_RID")).
+	mb := o.AddRouteMesh(childMesh)
+	// Also a Server of the "echo" channel, for the fault scenarios under load.
+	mb.Channel("echo").Server().HandleRequest("echo", echo)
+	mb.SetRoutingID(os.Getenv("ZLINK_CHILD_RID")).
 		Listen(os.Getenv("ZLINK_CHILD_LISTEN")).ConfigureLiveness(fastLiveness).
 		HandleDirectRequest("block", func(*routemesh.Context, []byte) ([]byte, error) {
 			fmt.Fprintln(os.Stdout, "BLOCKED")
@@ -54,6 +57,7 @@ func runChildNode() {
 		HandleDirectRequest("pid", func(*routemesh.Context, []byte) ([]byte, error) {
 			return []byte(strconv.Itoa(os.Getpid())), nil
 		})
+
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	h, err := zlink.Start(ctx, o)
 	cancel()
