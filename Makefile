@@ -8,7 +8,7 @@ PKGS     := ./...
 RACE     ?= -race
 TESTFLAGS ?= -count=1 -timeout 12m
 
-.PHONY: all build test test-short bench demo lint clean deps
+.PHONY: all build test test-short test-long bench demo lint clean deps
 
 all: build
 
@@ -22,6 +22,11 @@ deps:
 test: deps
 	$(GO) vet $(PKGS)
 	$(GO) test $(RACE) $(TESTFLAGS) $(PKGS)
+
+# test-long runs a 2-minute soak: mixed traffic through fault proxies with
+# random faults, every call accounted for (not part of make test).
+test-long: build
+	./$(BIN) bench --duration 2m soak
 
 # test-short skips nothing but -race, for a quick local loop.
 test-short: deps

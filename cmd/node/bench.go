@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -11,6 +12,7 @@ import (
 
 func newBenchCmd() *cobra.Command {
 	var quick, list bool
+	var duration time.Duration
 	c := &cobra.Command{
 		Use:   "bench [--quick] [NAME...]",
 		Short: "Run the built-in benchmarks without go test",
@@ -22,7 +24,7 @@ func newBenchCmd() *cobra.Command {
 				}
 				return nil
 			}
-			err := benchrun.Run(cmd.Context(), cmd.OutOrStdout(), args, quick)
+			err := benchrun.Run(benchrun.WithDuration(cmd.Context(), duration), cmd.OutOrStdout(), args, quick)
 			if err != nil && strings.Contains(err.Error(), "unknown bench") {
 				return usagef(err.Error())
 			}
@@ -31,5 +33,6 @@ func newBenchCmd() *cobra.Command {
 	}
 	c.Flags().BoolVar(&quick, "quick", false, "shorter runs (smoke test; numbers are indicative)")
 	c.Flags().BoolVar(&list, "list", false, "list the benchmarks and exit")
+	c.Flags().DurationVar(&duration, "duration", 0, "how long the timed benches run (soak: default 2m)")
 	return c
 }

@@ -236,3 +236,21 @@ func TestCompareLocal_RefusesNonPositive(t *testing.T) {
 		t.Fatal("CompareLocal(0) did not fail")
 	}
 }
+
+// The soak runs only when named, and a short one accounts for every call
+// through random faults (the long one is `make test-long`).
+func TestSoak_Short(t *testing.T) {
+	for _, b := range List() {
+		if b.Name == "soak" && !b.Explicit {
+			t.Fatal("the soak would run with every bench")
+		}
+	}
+	var out strings.Builder
+	ctx := WithDuration(context.Background(), 4*time.Second)
+	if err := Run(ctx, &out, []string{"soak"}, false); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "soak ok") {
+		t.Fatalf("no verdict:\n%s", out.String())
+	}
+}

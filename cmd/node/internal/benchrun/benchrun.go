@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Bench is one named benchmark. Run writes its result lines to w. quick
@@ -15,6 +16,24 @@ type Bench struct {
 	Name  string
 	About string
 	Run   func(ctx context.Context, w io.Writer, quick bool) error
+	// Explicit benches run only when named (long runs such as the soak).
+	Explicit bool
+}
+
+type durationKey struct{}
+
+// WithDuration asks the benches that run for a chosen time (the soak) to
+// run for d.
+func WithDuration(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, durationKey{}, d)
+}
+
+// durationFrom is the duration asked with WithDuration, or def.
+func durationFrom(ctx context.Context, def time.Duration) time.Duration {
+	if d, ok := ctx.Value(durationKey{}).(time.Duration); ok && d > 0 {
+		return d
+	}
+	return def
 }
 
 var (
@@ -65,7 +84,7 @@ func Run(ctx context.Context, w io.Writer, names []string, quick bool) error {
 		return fmt.Errorf("benchrun: unknown bench %s", strings.Join(unknown, ", "))
 	}
 	for _, b := range all {
-		if len(want) > 0 && !want[b.Name] {
+		if (len(want) > 0 && !want[b.Name]) || (len(want) == 0 && b.Explicit) {
 			continue
 		}
 		fmt.Fprintf(w, "== %s: %s\n", b.Name, b.About)

@@ -1,0 +1,261 @@
+package benchrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	zlink "github.com/zlink-go/zlink"
+	"github.com/zlink-go/zlink/routemesh"
+	"github.com/zlink-go/zlink/test/fault"
+)
+
+func init() {
+	register(Bench{
+		Name:     "soak",
+		About:    "three Servers behind fault proxies, mixed traffic and random faults; a running account of every call (run it by name; --duration, default 2m)",
+		Explicit: true,
+		Run:      runSoak,
+	})
+}
+
+// soakLiveness notices a lost peer within about a second.
+var soakLiveness = routemesh.LivenessConfig{Interval: 100 * time.Millisecond, MaxGap: 5, LastHeard: time.Second}
+
+// soakAccount counts every call of the soak: each issued call must end
+// once, with a reply or a typed error.
+type soakAccount struct {
+	mu      sync.Mutex
+	issued  int
+	ended   int
+	ok      int
+	errs    map[string]int
+	untyped []error
+}
+
+var soakErrs = []error{zlink.ErrPeerLost, zlink.ErrTimeout, zlink.ErrBusy, zlink.ErrNoTarget}
+
+func (a *soakAccount) start() {
+	a.mu.Lock()
+	a.issued++
+	a.mu.Unlock()
+}
+
+func (a *soakAccount) end(err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.ended++
+	if err == nil {
+		a.ok++
+		return
+	}
+	for _, want := range soakErrs {
+		if errors.Is(err, want) {
+			a.errs[want.Error()]++
+			return
+		}
+	}
+	a.untyped = append(a.untyped, err)
+}
+
+func (a *soakAccount) line(elapsed time.Duration) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	kinds := make([]string, 0, len(a.errs))
+	for k, v := range a.errs {
+		kinds = append(kinds, fmt.Sprintf("%s=%d", strings.TrimPrefix(k, "zlink: "), v))
+	}
+	sort.Strings(kinds)
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return fmt.Sprintf("t=%-6s calls=%d ok=%d errors={%s} untyped=%d in_flight=%d goroutines=%d heap_mb=%.1f",
+		elapsed.Truncate(time.Second), a.issued, a.ok, strings.Join(kinds, ","), len(a.untyped), a.issued-a.ended,
+		runtime.NumGoroutine(), float64(ms.HeapAlloc)/(1<<20))
+}
+
+func runSoak(ctx context.Context, w io.Writer, quick bool) error {
+	d := durationFrom(ctx, 2*time.Minute)
+	if quick {
+		d = min(d, 10*time.Second)
+	}
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(seed, seed^0x50a4))
+	fmt.Fprintf(w, "soak: duration %v seed %d\n", d, seed)
+	stops := []func(){}
+	defer func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}()
+	startHost := func(o *zlink.Options) (*zlink.Host, error) {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		h, err := zlink.Start(sctx, o)
+		if err != nil {
+			return nil, err
+		}
+		stops = append(stops, func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = h.Stop(sctx)
+		})
+		return h, nil
+	}
+	echo := func(c *routemesh.Context, p []byte) ([]byte, error) { return p, nil }
+	var proxies []*fault.Proxy
+	oc := zlink.NewOptions()
+	cm := oc.AddRouteMesh("soak").SetRoutingID("client").ConfigureLiveness(soakLiveness)
+	var rids []string
+	for i := range 3 {
+		rid := fmt.Sprintf("s%d", i)
+		o := zlink.NewOptions()
+		o.AddRouteMesh("soak").SetRoutingID(rid).ConfigureLiveness(soakLiveness).HandleDirectRequest("echo", echo).
+			Channel("work").Server().HandleRequest("echo", echo)
+		h, err := startHost(o)
+		if err != nil {
+			return err
+		}
+		p, err := fault.New(h.Mesh("soak").Endpoint())
+		if err != nil {
+			return err
+		}
+		stops = append(stops, p.Close)
+		proxies = append(proxies, p)
+		cm.AddPeer(p.Endpoint(), rid)
+		rids = append(rids, rid)
+	}
+	cm.Channel("work").Client()
+	hc, err := startHost(oc)
+	if err != nil {
+		return err
+	}
+	cli := hc.Mesh("soak")
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err = cli.WaitPeers(wctx, 3)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("soak: peers: %w", err)
+	}
+	baseGoroutines := runtime.NumGoroutine()
+
+	acct := &soakAccount{errs: map[string]int{}}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func(seed uint64) {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(seed, seed+1))
+			payload := make([]byte, 64)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				cctx, cancel := context.WithTimeout(ctx, time.Second)
+				var last error
+				switch op := r.IntN(10); {
+				case op < 7:
+					acct.start()
+					_, err := cli.Call(cctx, "work", "echo", payload)
+					acct.end(err)
+					last = err
+				case op < 9:
+					acct.start()
+					_, err := cli.CallNode(cctx, rids[r.IntN(len(rids))], "echo", payload)
+					acct.end(err)
+					last = err
+				default:
+					acct.start()
+					res, err := cli.Multicast(cctx, "work", "echo", payload)
+					acct.end(err)
+					last = err
+					for _, m := range res {
+						acct.start()
+						acct.end(m.Err)
+					}
+				}
+				cancel()
+				if errors.Is(last, zlink.ErrNoTarget) {
+					time.Sleep(time.Millisecond) // every Server cut off: pace the load, do not spin
+				}
+			}
+		}(seed + uint64(i))
+	}
+	began := time.Now()
+	report := time.NewTicker(max(d/12, time.Second))
+	defer report.Stop()
+	faultAt := time.NewTimer(0)
+	defer faultAt.Stop()
+	end := time.NewTimer(d)
+	defer end.Stop()
+	faults := 0
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-end.C:
+			break loop
+		case <-report.C:
+			fmt.Fprintln(w, acct.line(time.Since(began)))
+		case <-faultAt.C:
+			// One fault on one link, healed again after a while.
+			p := proxies[rng.IntN(len(proxies))]
+			switch rng.IntN(5) {
+			case 0:
+				p.Partition()
+			case 1:
+				p.CutUp()
+			case 2:
+				p.CutDown()
+			case 3:
+				p.Delay(time.Duration(rng.IntN(30)) * time.Millisecond)
+			default:
+				p.Reset()
+			}
+			heal := time.AfterFunc(time.Duration(500+rng.IntN(2500))*time.Millisecond, func() { p.Heal(); p.Delay(0) })
+			stops = append(stops, func() { heal.Stop() })
+			faults++
+			faultAt.Reset(time.Duration(300+rng.IntN(1200)) * time.Millisecond)
+		}
+	}
+	// Heal everything; the client must get all its Servers back.
+	for _, p := range proxies {
+		p.Heal()
+		p.Delay(0)
+	}
+	rctx, rcancel := context.WithTimeout(context.Background(), 15*time.Second)
+	err = cli.WaitPeers(rctx, 3)
+	rcancel()
+	close(stop)
+	wg.Wait()
+	fmt.Fprintln(w, acct.line(time.Since(began)))
+	fmt.Fprintf(w, "soak: %d faults injected\n", faults)
+	if err != nil {
+		return fmt.Errorf("soak: the client did not get every Server back after the heal: %w", err)
+	}
+	acct.mu.Lock()
+	defer acct.mu.Unlock()
+	switch {
+	case acct.issued != acct.ended:
+		return fmt.Errorf("soak: %d calls issued, %d ended", acct.issued, acct.ended)
+	case len(acct.untyped) > 0:
+		return fmt.Errorf("soak: %d calls ended with an untyped error, first: %v", len(acct.untyped), acct.untyped[0])
+	case acct.ok == 0:
+		return errors.New("soak: no call succeeded")
+	}
+	if g := runtime.NumGoroutine(); g > baseGoroutines+64 {
+		return fmt.Errorf("soak: %d goroutines after recovery, %d before the load", g, baseGoroutines)
+	}
+	fmt.Fprintln(w, "soak ok: every call ended once, with a reply or a typed error")
+	return nil
+}
