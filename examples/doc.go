@@ -4,6 +4,7 @@
 //	go run ./examples/hello    two MeshNodes: a channel call and a Node-direct call
 //	go run ./examples/typed    a typed channel request over three weighted Servers, drain and undrain
 //	go run ./examples/fanout   classic fanout: one publisher, one subscriber
+//	go run ./examples/lobby    a small game back end: lobby, two match Servers, fanout events, a drain
 //
 // They bind only 127.0.0.1 on ports the kernel picks, wait for readiness
 // with WaitReady instead of retrying, and end by themselves. `make test`
