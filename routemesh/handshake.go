@@ -241,8 +241,9 @@ func fromWire(r wire.RejectReason) handshake.Reason {
 	return handshake.Protocol
 }
 
-// logReject logs an authentication failure once per endpoint + generation;
-// other refusals at debug.
+// logReject logs a refusal a person must act on (authentication, RID
+// collision, stale generation) as a warning once per endpoint and peer
+// generation; other refusals at debug.
 func (m *meshActor) logReject(p *pipe, reason wire.RejectReason, detail string, remote bool) {
 	ev := m.n.log.Debug()
 	// Refusals a person must act on (wrong secret, a RID another lifecycle

@@ -107,7 +107,6 @@ type writer struct {
 	// closer, when set, runs once the loop has ended (the outbound pipe's
 	// connection is closed only after the last frame went out).
 	closer func()
-	queued atomic.Int64 // envelopes waiting, for the tree
 }
 
 func newWriter(hwm int, send func([]byte) error, onError func(error)) *writer {
@@ -131,7 +130,6 @@ func (w *writer) submit(e wire.Envelope) error {
 	}
 	select {
 	case w.data <- e:
-		w.queued.Add(1)
 		return nil
 	default:
 		return errSendQueueFull
@@ -148,7 +146,6 @@ func (w *writer) control(it outItem) error {
 	}
 	select {
 	case w.ctl <- it:
-		w.queued.Add(1)
 		return nil
 	default:
 		w.onError(errSlowPeer)
@@ -188,7 +185,6 @@ func (w *writer) run() {
 			case e := <-w.data:
 				first.env = e
 			}
-			w.queued.Add(-1)
 		}
 		if first.frame != nil {
 			if !w.write(first.frame) {
@@ -217,7 +213,6 @@ func (w *writer) run() {
 				}
 				break fill
 			}
-			w.queued.Add(-1)
 			if it.frame != nil || size+it.env.Size() > w.maxBatch {
 				carry, has = it, true
 				break fill
@@ -250,7 +245,6 @@ func (w *writer) flushControl() {
 	for i := 0; i < 64; i++ {
 		select {
 		case it := <-w.ctl:
-			w.queued.Add(-1)
 			if it.frame != nil {
 				if !w.write(it.frame) {
 					return
@@ -276,6 +270,3 @@ func (w *writer) write(frame []byte) bool {
 	}
 	return true
 }
-
-// depth is the number of queued envelopes and frames.
-func (w *writer) depth() int64 { return w.queued.Load() }

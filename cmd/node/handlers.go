@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -124,17 +123,5 @@ func (b *builtins) counters() map[string]uint64 {
 	for ch, c := range b.sinks {
 		out["sink:"+ch] = c.Load()
 	}
-	return out
-}
-
-// channels returns the channels with built-in handlers, sorted.
-func (b *builtins) channels() []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	out := make([]string, 0, len(b.sinks))
-	for ch := range b.sinks {
-		out = append(out, ch)
-	}
-	sort.Strings(out)
 	return out
 }
