@@ -25,6 +25,13 @@ var (
 	// mesh, RID and generation) is not live, so the ownership could never
 	// be valid.
 	ErrNoLease = errors.New("zlink: owner descriptor lease not live")
+	// ErrExists: CreateSpotLease found the lease already there (a lease is
+	// created once per generation).
+	ErrExists = errors.New("zlink: spot lease exists already")
+	// ErrUnconfirmed: a Spot directory write reached the master but no
+	// replica confirmed it in time (WAIT); it must not be counted, since a
+	// failover may lose it.
+	ErrUnconfirmed = errors.New("zlink: write not confirmed by a replica")
 	// ErrClosed: the store has been closed.
 	ErrClosed = errors.New("zlink: location store closed")
 	// ErrCorrupt: a record read back from the store does not decode, is
