@@ -89,7 +89,8 @@ func (n *Node) directSpec() actors.Spec {
 		Name: "direct", Kind: "owner",
 		MaxMessages: n.cfg.Socket.MailboxMessageBudget, MaxBytes: n.cfg.Socket.MailboxByteBudget,
 		Producer: func() actor.Actor {
-			return &ownerActor{n: n, requests: n.cfg.directRequests, sends: n.cfg.directSends, slots: n.directSlots, track: n.directTrack}
+			return &ownerActor{n: n, requests: n.cfg.directRequests, sends: n.cfg.directSends, deferred: n.cfg.directDeferred,
+				slots: n.directSlots, track: n.directTrack}
 		},
 	}
 }

@@ -268,7 +268,9 @@ type Config struct {
 	channels       []*channelReg
 	directRequests map[string]RequestHandler
 	directSends    map[string]SendHandler
+	directDeferred map[string]DeferredHandler
 	directRegs     int
+	extensions     []extensionReg
 	// buildErr is the first setting a builder method refused; Start
 	// returns it.
 	buildErr error
@@ -315,6 +317,8 @@ func (c *Config) clone() *Config {
 	}
 	out.directRequests = cloneMap(c.directRequests)
 	out.directSends = cloneMap(c.directSends)
+	out.directDeferred = cloneMap(c.directDeferred)
+	out.extensions = append([]extensionReg(nil), c.extensions...)
 	return &out
 }
 

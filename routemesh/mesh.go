@@ -282,6 +282,9 @@ func (m *meshActor) start(c actor.Context) {
 	if n.needsDiscovery() {
 		m.spawn(c, n.discoverySpec())
 	}
+	for _, e := range n.exts {
+		m.spawn(c, e.ext.Spec())
+	}
 
 	m.adm = admission.New(m.local(), requiredCaps)
 	for _, pc := range n.cfg.Peers {

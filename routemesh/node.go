@@ -109,6 +109,7 @@ type Node struct {
 	// actor starts; runs on the mesh actor.
 	onRevision func()
 	lease      *lease             // descriptor publisher; nil without a store
+	exts       []namedExtension   // built once at Start (extension.go)
 	dctx       context.Context    // discovery and lease; cancelled first on Stop
 	dcancel    context.CancelFunc //
 
@@ -207,6 +208,11 @@ func Start(ctx context.Context, cfg *Config, deps Deps) (*Node, error) {
 		n.onRevision = func() { le.set(n.descriptor()) }
 	}
 
+	if err := n.startExtensions(); err != nil {
+		_ = n.ln.Close()
+		closeAll()
+		return nil, err
+	}
 	if err := n.waitForRID(ctx); err != nil {
 		_ = n.ln.Close()
 		closeAll()

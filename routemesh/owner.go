@@ -24,8 +24,9 @@ type ownerActor struct {
 	channel  string
 	requests map[string]RequestHandler
 	sends    map[string]SendHandler
-	slots    chan struct{} // shared across restarts: running handlers
-	track    *hungTracker  // shared across restarts: running handlers' deadlines
+	deferred map[string]DeferredHandler // Node-direct scope only
+	slots    chan struct{}              // shared across restarts: running handlers
+	track    *hungTracker               // shared across restarts: running handlers' deadlines
 }
 
 var _ actors.FailureHandler = (*ownerActor)(nil)
@@ -82,8 +83,14 @@ func (o *ownerActor) refuse(m *inbound, err error) {
 
 // handle runs one admitted message's handler and answers it.
 func (o *ownerActor) handle(m *inbound) {
-	defer o.n.work.done()
 	e := &m.env
+	if e.Kind == wire.KindRequest {
+		if h := o.deferred[e.Packet]; h != nil {
+			o.runDeferred(h, m) // the Request ends the work
+			return
+		}
+	}
+	defer o.n.work.done()
 	hc := &m.hc
 	*hc = Context{Channel: o.channel, Packet: e.Packet, From: m.from.rid, RID: o.n.rid}
 	switch e.Kind {

@@ -29,6 +29,9 @@ func (n *Node) stop(ctx context.Context) error {
 		n.setState(NodeStopping)
 	}
 	_ = n.calls.wait(wctx)
+	// Extensions (Spots) end their work and give up their store records
+	// while the descriptor still stands.
+	n.stopExtensions(wctx)
 	// Discovery and the lease stop first: no topology change and no
 	// descriptor write after this point; then the descriptor goes.
 	n.dcancel()
