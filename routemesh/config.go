@@ -156,7 +156,12 @@ type Context struct {
 	// RID is the RID of the node running the handler (its own node), so a
 	// handler can say who answered without capturing its Node.
 	RID string
+
+	node *Node
 }
+
+// Node returns the node running the handler.
+func (c *Context) Node() *Node { return c.node }
 
 // RequestHandler answers a request with a reply payload or an error. The
 // error reaches the caller as ErrHandler with its message. It runs on the

@@ -22,6 +22,9 @@ func (n *Node) Drain(ctx context.Context) error {
 	}
 	wctx, cancel := context.WithTimeout(ctx, n.cfg.DrainTimeout)
 	defer cancel()
+	if err := n.drainExtensions(wctx); err != nil {
+		return fmt.Errorf("%w: %w", ErrDrainTimeout, err)
+	}
 	if err := n.work.wait(wctx); err != nil {
 		return fmt.Errorf("%w: %d admitted messages still running: %w", ErrDrainTimeout, n.work.load(), err)
 	}

@@ -2,6 +2,7 @@ package routemesh
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync/atomic"
@@ -91,6 +92,9 @@ type Request struct {
 	Deadline time.Time
 	// Payload is the request payload.
 	Payload []byte
+	// OneWay is true for a one-way message (SendNode): Reply and Fail
+	// only end it, nothing goes back.
+	OneWay bool
 
 	n    *Node
 	to   *link
@@ -98,9 +102,16 @@ type Request struct {
 	done atomic.Bool
 }
 
+// Node returns the node the request arrived at.
+func (r *Request) Node() *Node { return r.n }
+
 // Reply ends the request with a reply payload. Later calls do nothing.
 func (r *Request) Reply(payload []byte) {
 	if r.done.Swap(true) {
+		return
+	}
+	if r.OneWay {
+		r.n.work.done()
 		return
 	}
 	r.n.reply(r.to, wire.Envelope{Kind: wire.KindReply, Corr: r.corr, Payload: payload})
@@ -114,6 +125,10 @@ func (r *Request) Fail(err error) {
 	if r.done.Swap(true) {
 		return
 	}
+	if r.OneWay {
+		r.n.work.done()
+		return
+	}
 	r.n.reply(r.to, wire.ErrorEnvelope(r.corr, handlerError(err)))
 	r.n.work.done()
 }
@@ -125,8 +140,11 @@ func (r *Request) Done() bool { return r.done.Load() }
 // panicking handler ends the request with ErrHandler.
 func (o *ownerActor) runDeferred(h DeferredHandler, m *inbound) {
 	e := &m.env
-	r := &Request{From: m.from.rid, RID: o.n.rid, Packet: e.Packet, Payload: e.Payload,
+	r := &Request{From: m.from.rid, RID: o.n.rid, Packet: e.Packet, Payload: e.Payload, OneWay: e.Kind == wire.KindSend,
 		Deadline: time.Now().Add(time.Duration(e.TimeoutMs) * time.Millisecond), n: o.n, to: m.from, corr: e.Corr}
+	if r.OneWay {
+		r.Deadline = time.Now().Add(DefaultRequestTimeout)
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			o.n.log.Error().Str("packet", e.Packet).Interface("panic", p).Bytes("stack", debug.Stack()).Msg("deferred handler panicked")
@@ -134,6 +152,26 @@ func (o *ownerActor) runDeferred(h DeferredHandler, m *inbound) {
 		}
 	}()
 	h(r)
+}
+
+// Drainer is an Extension that takes part in Drain: Node.Drain calls it
+// once the node is draining and waits for it (bounded by the drain
+// timeout) before it waits for the admitted work.
+type Drainer interface {
+	Drain(ctx context.Context) error
+}
+
+// drainExtensions runs every Drainer, last attached first.
+func (n *Node) drainExtensions(ctx context.Context) error {
+	var errs []error
+	for i := len(n.exts) - 1; i >= 0; i-- {
+		if d, ok := n.exts[i].ext.(Drainer); ok {
+			if err := d.Drain(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", n.exts[i].name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // startExtensions builds the configured extensions (Start).
@@ -208,3 +246,7 @@ func (n *Node) PeerReady(rid string) (ready, draining bool) {
 func (n *Node) Published() bool {
 	return n.lease != nil && n.lease.published.Load()
 }
+
+// Actors returns the actor system the node's actors run on (extensions
+// spawn their children with it).
+func (n *Node) Actors() *actors.System { return n.sys }

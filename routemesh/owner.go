@@ -84,15 +84,13 @@ func (o *ownerActor) refuse(m *inbound, err error) {
 // handle runs one admitted message's handler and answers it.
 func (o *ownerActor) handle(m *inbound) {
 	e := &m.env
-	if e.Kind == wire.KindRequest {
-		if h := o.deferred[e.Packet]; h != nil {
-			o.runDeferred(h, m) // the Request ends the work
-			return
-		}
+	if h := o.deferred[e.Packet]; h != nil && (e.Kind == wire.KindRequest || e.Kind == wire.KindSend) {
+		o.runDeferred(h, m) // the Request ends the work
+		return
 	}
 	defer o.n.work.done()
 	hc := &m.hc
-	*hc = Context{Channel: o.channel, Packet: e.Packet, From: m.from.rid, RID: o.n.rid}
+	*hc = Context{Channel: o.channel, Packet: e.Packet, From: m.from.rid, RID: o.n.rid, node: o.n}
 	switch e.Kind {
 	case wire.KindSend:
 		h := o.sends[e.Packet]

@@ -1,0 +1,235 @@
+package spot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/zlink-go/zlink/internal/zerr"
+	"github.com/zlink-go/zlink/routemesh"
+	"github.com/zlink-go/zlink/spot/internal/placement"
+	"github.com/zlink-go/zlink/wire"
+)
+
+// Call sends req to the Spot (kind, id) through node n and returns its
+// typed reply. It ends exactly once: the reply, or an error that matches
+// ErrNoTarget (no Object Server can host it, or more than two redirects),
+// ErrCycle, ErrFenced, ErrHandler, or one of the RouteMesh's terminal
+// errors (ErrTimeout at ctx's deadline, ErrBusy, ErrPeerLost, ...). Called
+// with a handler's *Context, the call carries the call chain.
+func Call[Req, Resp any](ctx context.Context, n *routemesh.Node, kind, id string, p wire.Packet[Req, Resp], req Req) (Resp, error) {
+	var zero Resp
+	b, err := p.EncodeRequest(req)
+	if err != nil {
+		return zero, err
+	}
+	out, _, err := CallRaw(ctx, n, kind, id, p.Name(), b)
+	if err != nil {
+		return zero, err
+	}
+	return p.DecodeReply(out)
+}
+
+// Send delivers msg to the Spot (kind, id) one way. A nil error means the
+// message was handed to a node; a non-owner forwards it once to the owner
+// it knows.
+func Send[Msg, Unused any](ctx context.Context, n *routemesh.Node, kind, id string, p wire.Packet[Msg, Unused], msg Msg) error {
+	b, err := p.EncodeRequest(msg)
+	if err != nil {
+		return err
+	}
+	return SendRaw(ctx, n, kind, id, p.Name(), b)
+}
+
+// Result says who answered a raw call.
+type Result struct {
+	Owner string // RID of the owner that ran the turn
+	Epoch uint64 // ownership epoch of the activation that ran it
+}
+
+// CallRaw is Call on bytes; it also says which owner answered.
+func CallRaw(ctx context.Context, n *routemesh.Node, kind, id, packet string, payload []byte) ([]byte, Result, error) {
+	rt, err := of(n)
+	if err != nil {
+		return nil, Result{}, err
+	}
+	return rt.call(ctx, kind, id, packet, payload)
+}
+
+// SendRaw is Send on bytes.
+func SendRaw(ctx context.Context, n *routemesh.Node, kind, id, packet string, payload []byte) error {
+	rt, err := of(n)
+	if err != nil {
+		return err
+	}
+	return rt.send(ctx, kind, id, packet, payload)
+}
+
+// chainOf returns the call chain a call made with ctx carries, and the
+// activation whose turn makes it (nil outside a Spot handler).
+func chainOf(ctx context.Context) ([]link, *Context) {
+	c, _ := ctx.Value(chainKey{}).(*Context)
+	if c == nil || c.act == nil {
+		return nil, nil
+	}
+	return c.chain, c
+}
+
+func (rt *runtime) check(kind, id string) error {
+	if rt.role == routemesh.ObjectNone {
+		return fmt.Errorf("%w: a MeshNode with object role None calls no Spot", ErrRole)
+	}
+	if kind == "" || id == "" || len(kind) > maxName || len(id) > maxName {
+		return fmt.Errorf("%w: spot kind %.64q id %.64q", wire.ErrBadPayload, kind, id)
+	}
+	return nil
+}
+
+func (rt *runtime) request(ctx context.Context, kind, id, packet string, payload []byte) (*header, error) {
+	if err := rt.check(kind, id); err != nil {
+		return nil, err
+	}
+	h := &header{kind: kind, id: id, packet: packet, body: payload}
+	chain, c := chainOf(ctx)
+	if c != nil {
+		// R2: an outbound call of a turn checks the lease first.
+		if !rt.lease.valid(c.act.gen, time.Now()) {
+			return nil, fmt.Errorf("%w: %s/%s lost its lease", ErrFenced, c.Kind, c.ID)
+		}
+		if len(chain) >= maxChain {
+			return nil, fmt.Errorf("%w: call chain deeper than %d", ErrCycle, maxChain)
+		}
+		h.chain = append(append(make([]link, 0, len(chain)+1), chain...), link{act: c.act.seq, turn: c.turn})
+	}
+	return h, nil
+}
+
+func (rt *runtime) call(ctx context.Context, kind, id, packet string, payload []byte) ([]byte, Result, error) {
+	h, err := rt.request(ctx, kind, id, packet, payload)
+	if err != nil {
+		return nil, Result{}, err
+	}
+	target := rt.cached(kind, id)
+	backoff := 10 * time.Millisecond
+	for {
+		if target == "" {
+			var ok bool
+			if target, ok = rt.place(kind, id); !ok {
+				return nil, Result{}, fmt.Errorf("%w: no ready Object Server for spot %s/%s", ErrNoTarget, kind, id)
+			}
+		}
+		out, err := rt.n.CallNode(ctx, target, packetSpot, h.encode())
+		if err != nil {
+			rt.cache.drop(kind, id, target)
+			return nil, Result{}, err
+		}
+		rep, err := decodeReply(out)
+		if err != nil {
+			return nil, Result{}, fmt.Errorf("spot %s/%s reply from %s: %w", kind, id, target, err)
+		}
+		switch rep.status {
+		case stOK:
+			rt.cache.put(kind, id, target)
+			return rep.body, Result{Owner: target, Epoch: rep.epoch}, nil
+		case stError:
+			return nil, Result{}, rep.err()
+		case stRedirect:
+			h.hops++
+			if int(h.hops) > rt.cfg.MaxHops {
+				rt.cache.drop(kind, id, "")
+				return nil, Result{}, fmt.Errorf("%w: spot %s/%s: more than %d redirects", ErrNoTarget, kind, id, rt.cfg.MaxHops)
+			}
+			if rep.owner != "" && rep.owner != target && rt.reachable(rep.owner) {
+				rt.cache.put(kind, id, rep.owner)
+				target = rep.owner
+				continue
+			}
+			if rep.owner != "" && rep.owner != target {
+				// The recorded owner is not reachable but its lease lives:
+				// wait for it to expire (then a claim succeeds).
+				h.hops--
+			}
+			rt.cache.drop(kind, id, "")
+			target = ""
+		case stRetry:
+			rt.cache.drop(kind, id, "")
+			target = ""
+		}
+		if err := sleepCtx(ctx, backoff); err != nil {
+			return nil, Result{}, err
+		}
+		backoff = min(2*backoff, 200*time.Millisecond)
+	}
+}
+
+func (rt *runtime) send(ctx context.Context, kind, id, packet string, payload []byte) error {
+	h, err := rt.request(ctx, kind, id, packet, payload)
+	if err != nil {
+		return err
+	}
+	target := rt.cached(kind, id)
+	if target == "" {
+		var ok bool
+		if target, ok = rt.place(kind, id); !ok {
+			return fmt.Errorf("%w: no ready Object Server for spot %s/%s", ErrNoTarget, kind, id)
+		}
+	}
+	return rt.n.SendNode(ctx, target, packetSpot, h.encode())
+}
+
+// sleepCtx waits d or until ctx ends (then the call's terminal error).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("%w: %w", zerr.ErrTimeout, ctx.Err())
+		}
+		return fmt.Errorf("%w: %w", zerr.ErrCancelled, ctx.Err())
+	}
+}
+
+// cached returns the cached owner if it is still reachable (an entry
+// whose peer was lost is dropped here).
+func (rt *runtime) cached(kind, id string) string {
+	rid := rt.cache.get(kind, id)
+	if rid == "" {
+		return ""
+	}
+	if !rt.reachable(rid) {
+		rt.cache.drop(kind, id, rid)
+		return ""
+	}
+	return rid
+}
+
+func (rt *runtime) reachable(rid string) bool {
+	ready, _ := rt.n.PeerReady(rid)
+	return ready
+}
+
+var memberPool = sync.Pool{New: func() any { s := make([]placement.Member, 0, 16); return &s }}
+
+// place picks the Object Server that should claim an unowned Spot: ready,
+// not draining, by placement weight.
+func (rt *runtime) place(kind, id string) (string, bool) {
+	ms := *rt.members.Load()
+	bp := memberPool.Get().(*[]placement.Member)
+	cands := (*bp)[:0]
+	for _, m := range ms {
+		if !m.server {
+			continue
+		}
+		ready, draining := rt.n.PeerReady(m.rid)
+		cands = append(cands, placement.Member{RID: m.rid, Weight: m.weight, Ready: ready, Draining: draining || m.draining})
+	}
+	rid, ok := placement.Owner(kind, id, cands)
+	*bp = cands[:0]
+	memberPool.Put(bp)
+	return rid, ok
+}

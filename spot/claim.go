@@ -1,0 +1,106 @@
+package spot
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/zlink-go/zlink/internal/fence"
+	"github.com/zlink-go/zlink/location"
+)
+
+// claimResult is how a claim ended.
+type claimResult struct {
+	epoch uint64 // activate under this epoch (ok)
+	gen   uint64 // the lease generation it was claimed under
+	ok    bool
+	owner string // a live owner holds it: redirect there
+	retry string // not now (own lease not valid, the store disagreed)
+	err   error  // the store failed
+}
+
+// claim runs the claim of (kind, id) step by step (rule R3): read the
+// record from the master, check the recorded owner's lease (tombstoning it
+// when gone), compare-and-set; activate only if the answer arrives while
+// this node's own lease is valid. Each step is one store call on one slot.
+// It runs on a store goroutine, never in an actor's turn.
+func (rt *runtime) claim(kind, id string) claimResult {
+	mesh, rid := rt.n.Mesh(), rt.n.RID()
+	owner := fence.Unknown
+	for range 4 {
+		gen, valid := rt.lease.holder(time.Now())
+		if !valid || !rt.n.Published() {
+			return claimResult{retry: "the ownership lease of " + rid + " is not valid yet"}
+		}
+		self := fence.Holder{RID: rid, Gen: gen}
+		ctx, cancel := rt.storeCtx()
+		rec, err := rt.dir.SpotRecord(ctx, mesh, kind, id)
+		cancel()
+		if err != nil {
+			return claimResult{err: err}
+		}
+		cur := fence.Record{Holder: fence.Holder{RID: rec.OwnerRID, Gen: rec.OwnerGeneration}, Epoch: rec.Epoch}
+	plan:
+		p := fence.PlanClaim(self, cur, owner, 0)
+		switch p.Step {
+		case fence.Mine:
+			if rt.lease.valid(gen, time.Now()) {
+				return claimResult{ok: true, epoch: rec.Epoch, gen: gen}
+			}
+			return claimResult{retry: "lease lapsed during the claim"}
+		case fence.Redirect:
+			return claimResult{owner: p.Owner.RID}
+		case fence.CheckOwner:
+			ctx, cancel := rt.storeCtx()
+			live, err := rt.dir.CheckSpotLease(ctx, location.SpotLease{Mesh: mesh, RID: p.Owner.RID, Generation: p.Owner.Gen}, rt.cfg.tombstoneTTL())
+			cancel()
+			if err != nil {
+				return claimResult{err: err}
+			}
+			owner = fence.Gone
+			if live {
+				owner = fence.Live
+			}
+			goto plan
+		case fence.CompareAndSet:
+			expect := location.Ownership{Mesh: mesh, Kind: kind, ID: id, OwnerRID: p.Expect.Holder.RID,
+				OwnerGeneration: p.Expect.Holder.Gen, Epoch: p.Expect.Epoch}
+			next := location.Ownership{Mesh: mesh, Kind: kind, ID: id, OwnerRID: rid, OwnerGeneration: gen, Epoch: p.New.Epoch}
+			ctx, cancel := rt.storeCtx()
+			_, err := rt.dir.ClaimSpot(ctx, expect, next)
+			cancel()
+			switch {
+			case err == nil:
+				if rt.lease.valid(gen, time.Now()) {
+					return claimResult{ok: true, epoch: next.Epoch, gen: gen}
+				}
+				return claimResult{retry: "lease lapsed during the claim"}
+			case errors.Is(err, location.ErrFenced):
+				owner = fence.Unknown // somebody else wrote first: read again
+				continue
+			default:
+				return claimResult{err: err}
+			}
+		}
+	}
+	return claimResult{retry: fmt.Sprintf("spot %s/%s: contended claim", kind, id)}
+}
+
+// release gives up the record of an activation (rule R4: it compares
+// owner, generation and epoch). A record that changed under a live
+// activation is evidence of a lost store write: counted and logged.
+func (rt *runtime) release(kind string, act *activation) {
+	ctx, cancel := rt.storeCtx()
+	defer cancel()
+	o := location.Ownership{Mesh: rt.n.Mesh(), Kind: kind, ID: act.id, OwnerRID: rt.n.RID(), OwnerGeneration: act.gen, Epoch: act.epoch}
+	err := rt.dir.ReleaseSpot(ctx, o)
+	switch {
+	case err == nil:
+	case errors.Is(err, location.ErrFenced):
+		rt.stats.overlaps.Add(1)
+		rt.log.Error().Str("kind", kind).Str("id", act.id).Uint64("epoch", act.epoch).
+			Msg("spots: the ownership record changed under a live activation (a lost store write); possible overlap")
+	default:
+		rt.log.Warn().Err(err).Str("kind", kind).Str("id", act.id).Msg("spots: release failed; the record is claimable once the lease expires")
+	}
+}

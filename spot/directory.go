@@ -1,0 +1,188 @@
+package spot
+
+import (
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zlink-go/zlink/actors"
+)
+
+// activation is one activation of a Spot on this node: its actor, the
+// ownership it was claimed under, and what the call path reads without
+// asking the kind actor (leaf atomics).
+type activation struct {
+	id    string
+	seq   uint64 // unique on this node: the call-chain identity
+	gen   uint64 // lease generation it was claimed under
+	epoch uint64
+	ref   *actors.Ref
+
+	closing  atomic.Bool   // deactivating: new calls go through the kind actor
+	turn     atomic.Uint64 // running turn (0 = none)
+	lastUsed atomic.Int64  // unix nanos of the last message
+	fenced   atomic.Bool   // ended because the lease was lost: no release
+}
+
+func (a *activation) touch(now time.Time) { a.lastUsed.Store(now.UnixNano()) }
+
+// waitsOn reports whether the chain holds this activation's running turn:
+// the turn is waiting on the call, so queueing it would deadlock.
+func (a *activation) waitsOn(chain []link) bool {
+	t := a.turn.Load()
+	if t == 0 {
+		return false
+	}
+	for _, l := range chain {
+		if l.act == a.seq && l.turn == t {
+			return true
+		}
+	}
+	return false
+}
+
+// directory maps a kind's Spot IDs to their activations on this node. The
+// kind actor is its only writer; the call path reads it. A leaf structure:
+// each shard's mutex guards only its map.
+type directory struct {
+	seed   maphash.Seed
+	shards [32]dirShard
+}
+
+type dirShard struct {
+	mu sync.RWMutex
+	m  map[string]*activation
+}
+
+func newDirectory() *directory {
+	d := &directory{seed: maphash.MakeSeed()}
+	for i := range d.shards {
+		d.shards[i].m = map[string]*activation{}
+	}
+	return d
+}
+
+func (d *directory) shard(id string) *dirShard {
+	return &d.shards[maphash.String(d.seed, id)%uint64(len(d.shards))]
+}
+
+func (d *directory) get(id string) *activation {
+	s := d.shard(id)
+	s.mu.RLock()
+	a := s.m[id]
+	s.mu.RUnlock()
+	return a
+}
+
+func (d *directory) put(a *activation) {
+	s := d.shard(a.id)
+	s.mu.Lock()
+	s.m[a.id] = a
+	s.mu.Unlock()
+}
+
+// remove deletes id if it still maps to a.
+func (d *directory) remove(a *activation) {
+	s := d.shard(a.id)
+	s.mu.Lock()
+	if s.m[a.id] == a {
+		delete(s.m, a.id)
+	}
+	s.mu.Unlock()
+}
+
+// ids lists the active IDs (admin, on request).
+func (d *directory) ids(limit int) []string {
+	var out []string
+	for i := range d.shards {
+		s := &d.shards[i]
+		s.mu.RLock()
+		for id := range s.m {
+			if len(out) >= limit {
+				s.mu.RUnlock()
+				return out
+			}
+			out = append(out, id)
+		}
+		s.mu.RUnlock()
+	}
+	return out
+}
+
+// ownerCache is the caller cache (kind, ID) → owner RID, bounded: when
+// full, a shard drops an arbitrary half of its entries. A stale entry costs
+// at most one redirect. A leaf structure.
+type ownerCache struct {
+	seed   maphash.Seed
+	max    int // per shard
+	shards [16]cacheShard
+}
+
+type cacheShard struct {
+	mu sync.Mutex
+	m  map[cacheKey]string
+}
+
+type cacheKey struct{ kind, id string }
+
+func newOwnerCache(size int) *ownerCache {
+	c := &ownerCache{seed: maphash.MakeSeed(), max: max(size/16, 1)}
+	for i := range c.shards {
+		c.shards[i].m = map[cacheKey]string{}
+	}
+	return c
+}
+
+func (c *ownerCache) shard(k cacheKey) *cacheShard {
+	return &c.shards[maphash.String(c.seed, k.id)%uint64(len(c.shards))]
+}
+
+func (c *ownerCache) get(kind, id string) string {
+	k := cacheKey{kind, id}
+	s := c.shard(k)
+	s.mu.Lock()
+	rid := s.m[k]
+	s.mu.Unlock()
+	return rid
+}
+
+func (c *ownerCache) put(kind, id, rid string) {
+	k := cacheKey{kind, id}
+	s := c.shard(k)
+	s.mu.Lock()
+	if _, ok := s.m[k]; !ok && len(s.m) >= c.max {
+		n := 0
+		for key := range s.m {
+			if n >= c.max/2 {
+				break
+			}
+			delete(s.m, key)
+			n++
+		}
+	}
+	s.m[k] = rid
+	s.mu.Unlock()
+}
+
+// drop removes the entry if it still names rid ("" removes any).
+func (c *ownerCache) drop(kind, id, rid string) {
+	k := cacheKey{kind, id}
+	s := c.shard(k)
+	s.mu.Lock()
+	if cur, ok := s.m[k]; ok && (rid == "" || cur == rid) {
+		delete(s.m, k)
+	}
+	s.mu.Unlock()
+}
+
+func (c *ownerCache) len() int {
+	n := 0
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		n += len(s.m)
+		s.mu.Unlock()
+	}
+	return n
+}

@@ -1,0 +1,110 @@
+package spot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/zlink-go/zlink/actors"
+	"github.com/zlink-go/zlink/internal/zerr"
+	"github.com/zlink-go/zlink/routemesh"
+)
+
+// delivery is one Spot request or send admitted on this node, on its way
+// to the Spot's actor.
+type delivery struct {
+	r *routemesh.Request
+	h header
+}
+
+// Size is what the Spot's byte budget counts.
+func (d *delivery) Size() int { return len(d.r.Payload) + 64 }
+
+// inbound is the deferred Node-direct handler of every Spot request and
+// send: it decodes, finds the activation and hands the request over
+// without waiting for the turn.
+func inbound(r *routemesh.Request) {
+	rt, err := of(r.Node())
+	if err != nil {
+		r.Fail(err)
+		return
+	}
+	rt.inbound(r)
+}
+
+func (rt *runtime) inbound(r *routemesh.Request) {
+	h, err := decodeHeader(r.Payload)
+	if err != nil {
+		rt.answer(r, &h, errorReply(err))
+		return
+	}
+	d := &delivery{r: r, h: h}
+	ks := rt.kinds[h.kind]
+	switch {
+	case rt.role != routemesh.ObjectServer || rt.stopping.Load():
+		// Never hosts: answer with the owner it knows.
+		rt.stats.redirects.Add(1)
+		rt.answer(r, &h, redirectReply(rt.cache.get(h.kind, h.id), 0))
+		return
+	case ks == nil:
+		rt.answer(r, &h, errorReply(fmt.Errorf("%w: %w: %s", ErrNoTarget, ErrUnknownKind, h.kind)))
+		return
+	}
+	if act := ks.dir.get(h.id); act != nil && !act.closing.Load() {
+		if act.waitsOn(h.chain) {
+			rt.answer(r, &h, errorReply(fmt.Errorf("%w: %s/%s is waiting on this call", ErrCycle, h.kind, h.id)))
+			return
+		}
+		err := act.ref.Tell(d)
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, actors.ErrStopped) {
+			rt.answer(r, &h, errorReply(fmt.Errorf("%w: spot %s/%s: %w", zerr.ErrBusy, h.kind, h.id, err)))
+			return
+		}
+		// The actor stopped under us: the kind actor sorts it out.
+	}
+	rt.toKind(ks, d)
+}
+
+// toKind hands a delivery to the kind actor (activation, or a Spot being
+// deactivated or restarted).
+func (rt *runtime) toKind(ks *kindState, d *delivery) {
+	ref := ks.ref.Load()
+	if ref == nil {
+		rt.answer(d.r, &d.h, retryReply("spots restarting"))
+		return
+	}
+	if err := ref.Tell(&activate{d: d}); err != nil {
+		rt.answer(d.r, &d.h, errorReply(fmt.Errorf("%w: spot kind %s: %w", zerr.ErrBusy, ks.reg.name, err)))
+	}
+}
+
+// answer ends a request with a Spot reply. A one-way message that reached
+// a non-owner is forwarded once to the owner named; otherwise a send's
+// outcome goes nowhere (counted when it was not delivered).
+func (rt *runtime) answer(r *routemesh.Request, h *header, rep []byte) {
+	if !r.OneWay {
+		r.Reply(rep)
+		return
+	}
+	defer r.Reply(nil)
+	if len(rep) == 0 || rep[0] == stOK {
+		return
+	}
+	if rep[0] == stRedirect && h.hops == 0 && h.kind != "" {
+		if dec, err := decodeReply(rep); err == nil && dec.owner != "" && dec.owner != rt.n.RID() {
+			fwd := *h
+			fwd.hops = 1
+			ctx, cancel := context.WithTimeout(rt.base, time.Second)
+			err := rt.n.SendNode(ctx, dec.owner, packetSpot, fwd.encode())
+			cancel()
+			if err == nil {
+				return
+			}
+		}
+	}
+	rt.stats.sendsDropped.Add(1)
+}

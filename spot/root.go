@@ -1,0 +1,228 @@
+package spot
+
+import (
+	"errors"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/zlink-go/zlink/actors"
+	"github.com/zlink-go/zlink/internal/ident"
+	"github.com/zlink-go/zlink/location"
+	"github.com/zlink-go/zlink/routemesh"
+	"github.com/zlink-go/zlink/supervisor"
+)
+
+// The actor tree under the mesh actor:
+//
+//	spots                the root: spawns the rest, runs the clock
+//	spots/lease          creates and renews the ownership lease
+//	spots/members        lists the mesh's Object Servers for placement
+//	spots/<kind>         one per kind: activations, claims, idle sweep
+//	spots/<kind>/<id>    one per active Spot
+//
+// Restart is rebuild: the lease box, directories and counters live on the
+// runtime, so a restarted actor picks up where the old one was.
+
+type tick struct{ at time.Time }
+
+func (rt *runtime) rootSpec() actors.Spec {
+	return actors.Spec{Name: "spots", Kind: "supervisor", Supervisor: supervisor.DefaultConfig(),
+		Producer: func() actor.Actor { return &rootActor{rt: rt} }}
+}
+
+// rootActor spawns the lease, members and kind actors and drives them
+// with one clock (a single ticker for the node, not a timer per Spot).
+type rootActor struct {
+	rt   *runtime
+	stop chan struct{}
+}
+
+func (a *rootActor) Receive(c actor.Context) {
+	rt := a.rt
+	switch c.Message().(type) {
+	case *actor.Started:
+		sys := rt.n.Actors()
+		self := sys.Self(c)
+		rt.root.Store(self)
+		spawn := func(spec actors.Spec) *actors.Ref {
+			ref, err := sys.SpawnChild(c, spec)
+			if err != nil {
+				panic(err)
+			}
+			return ref
+		}
+		var targets []*actors.Ref
+		if rt.role == routemesh.ObjectServer {
+			targets = append(targets, spawn(actors.Spec{Name: "lease", Kind: "lease", Producer: func() actor.Actor { return &leaseActor{rt: rt} }}))
+		}
+		if rt.role != routemesh.ObjectNone {
+			targets = append(targets, spawn(actors.Spec{Name: "members", Kind: "members", Producer: func() actor.Actor { return &membersActor{rt: rt} }}))
+		}
+		for _, ks := range rt.order {
+			targets = append(targets, spawn(actors.Spec{Name: ks.reg.name, Kind: "spot-kind", Supervisor: supervisor.DefaultConfig(),
+				Producer: func() actor.Actor { return &kindActor{rt: rt, ks: ks, table: map[string]*entry{}} }}))
+		}
+		a.stop = make(chan struct{})
+		every := min(rt.cfg.RenewEvery/2, 250*time.Millisecond)
+		go clock(a.stop, every, targets)
+	case *actor.Stopping, *actor.Restarting:
+		if a.stop != nil {
+			close(a.stop)
+			a.stop = nil
+		}
+	}
+}
+
+// clock ticks every target until stop closes.
+func clock(stop chan struct{}, every time.Duration, targets []*actors.Ref) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			for _, ref := range targets {
+				_ = ref.Tell(&tick{at: now})
+			}
+		}
+	}
+}
+
+// leaseActor keeps the ownership lease (R1): created once per generation,
+// then only renewed; a refused renewal, or a deadline passing first,
+// fences every Spot and starts a new generation.
+type leaseActor struct {
+	rt       *runtime
+	inflight bool
+}
+
+type leaseDone struct {
+	gen, tok uint64
+	create   bool
+	err      error
+}
+
+func (a *leaseActor) Receive(c actor.Context) {
+	rt := a.rt
+	switch msg := c.Message().(type) {
+	case *actor.Started:
+		a.inflight = false
+		if gen, _ := rt.lease.holder(time.Now()); gen == 0 {
+			a.begin(c, rt.n.Generation())
+		}
+	case *tick:
+		if rt.stopping.Load() || a.inflight {
+			return
+		}
+		gen, _ := rt.lease.holder(msg.at)
+		if rt.lease.expired(gen, msg.at) {
+			rt.log.Warn().Uint64("generation", gen).Msg("spots: ownership lease deadline passed; fencing every Spot and starting a new generation")
+			a.newGeneration(c, gen)
+			return
+		}
+		a.write(c, gen, false)
+	case *leaseDone:
+		a.inflight = false
+		switch {
+		case msg.err == nil:
+			rt.lease.acked(msg.gen, msg.tok)
+		case errors.Is(msg.err, location.ErrNotFound) || errors.Is(msg.err, location.ErrFenced) || errors.Is(msg.err, location.ErrExists):
+			rt.log.Warn().Err(msg.err).Uint64("generation", msg.gen).Msg("spots: ownership lease refused; fencing every Spot and starting a new generation")
+			rt.lease.refuse(msg.gen)
+			a.newGeneration(c, msg.gen)
+		default: // unknown outcome (store down, unconfirmed): not counted
+			rt.lease.lost(msg.gen, msg.tok)
+			if msg.create {
+				a.write(c, msg.gen, true)
+			}
+		}
+	}
+}
+
+func (a *leaseActor) begin(c actor.Context, gen uint64) {
+	a.rt.lease.begin(gen)
+	a.rt.stats.leaseGens.Add(1)
+	a.write(c, gen, true)
+}
+
+// newGeneration fences every activation of gen and starts a new lease.
+func (a *leaseActor) newGeneration(c actor.Context, old uint64) {
+	a.rt.lease.refuse(old)
+	for _, ks := range a.rt.order {
+		if ref := ks.ref.Load(); ref != nil {
+			_ = ref.Tell(&fenceAll{gen: old})
+		}
+	}
+	a.begin(c, ident.Generation())
+}
+
+// write sends a create or renewal; the answer comes back as leaseDone.
+func (a *leaseActor) write(c actor.Context, gen uint64, create bool) {
+	rt := a.rt
+	tok, ok := rt.lease.sent(gen, time.Now())
+	if !ok {
+		return
+	}
+	self := rt.n.Actors().Self(c)
+	a.inflight = rt.goStore(func() {
+		ctx, cancel := rt.storeCtx()
+		defer cancel()
+		l := location.SpotLease{Mesh: rt.n.Mesh(), RID: rt.n.RID(), Generation: gen}
+		var err error
+		if create {
+			err = rt.dir.CreateSpotLease(ctx, l, rt.cfg.LeaseTTL)
+		} else {
+			err = rt.dir.RenewSpotLease(ctx, l, rt.cfg.LeaseTTL)
+		}
+		_ = self.Tell(&leaseDone{gen: gen, tok: tok, create: create, err: err})
+	})
+}
+
+// membersActor lists the mesh's descriptors for placement, once per
+// DiscoveryPoll, off its turn.
+type membersActor struct {
+	rt       *runtime
+	inflight bool
+	last     time.Time
+}
+
+type membersListed struct {
+	list []member
+	err  error
+}
+
+func (a *membersActor) Receive(c actor.Context) {
+	rt := a.rt
+	switch msg := c.Message().(type) {
+	case *actor.Started:
+		a.inflight = false
+		a.list(c)
+	case *tick:
+		if !a.inflight && msg.at.Sub(a.last) >= rt.n.DiscoveryPoll() {
+			a.list(c)
+		}
+	case *membersListed:
+		a.inflight = false
+		if msg.err == nil {
+			rt.members.Store(&msg.list)
+		}
+	}
+}
+
+func (a *membersActor) list(c actor.Context) {
+	rt := a.rt
+	a.last = time.Now()
+	self := rt.n.Actors().Self(c)
+	a.inflight = rt.goStore(func() {
+		ctx, cancel := rt.storeCtx()
+		defer cancel()
+		descs, err := rt.store.ListDescriptors(ctx, rt.n.Mesh())
+		out := make([]member, 0, len(descs))
+		for _, d := range descs {
+			out = append(out, member{rid: d.RID, weight: d.PlacementWeight, server: d.ObjectRole == location.RoleServer, draining: d.Draining})
+		}
+		_ = self.Tell(&membersListed{list: out, err: err})
+	})
+}

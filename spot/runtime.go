@@ -1,0 +1,209 @@
+package spot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/zlink-go/zlink/actors"
+	"github.com/zlink-go/zlink/location"
+	"github.com/zlink-go/zlink/routemesh"
+)
+
+// extName is the name the runtime is attached under on a MeshNode.
+const extName = "spot"
+
+// Enable attaches the Spot runtime to a MeshNode being configured, with
+// the kinds an Object Server hosts (an Object Client passes none). The
+// node needs an object role and a Location Store. Settings take their
+// defaults; EnableWith sets them.
+func Enable(b *routemesh.MeshBuilder, kinds ...Registration) *routemesh.MeshBuilder {
+	return EnableWith(b, Config{}, kinds...)
+}
+
+// EnableWith is Enable with runtime settings.
+func EnableWith(b *routemesh.MeshBuilder, cfg Config, kinds ...Registration) *routemesh.MeshBuilder {
+	regs := make([]*kindReg, 0, len(kinds))
+	for _, k := range kinds {
+		regs = append(regs, k.registration())
+	}
+	cfg = cfg.withDefaults()
+	b.HandleDirectDeferred(packetSpot, inbound)
+	return b.Extend(extName, func(n *routemesh.Node) (routemesh.Extension, error) { return newRuntime(n, cfg, regs) })
+}
+
+// runtime is the Spot runtime of one MeshNode: the extension the node
+// supervises. Fixed fields are set before the node starts; the rest are
+// leaf structures (lease box, directories, cache, counters) or atomics
+// written by one actor each.
+type runtime struct {
+	n     *routemesh.Node
+	cfg   Config
+	store location.Store
+	dir   location.SpotDirectory
+	role  routemesh.ObjectRole
+	log   zerolog.Logger
+	kinds map[string]*kindState
+	order []*kindState
+
+	lease   leaseBox
+	members atomic.Pointer[[]member] // written by the members actor
+	cache   *ownerCache
+	stats   counters
+	actSeq  atomic.Uint64
+
+	base     context.Context // parent of every turn's context; cancelled by Stop
+	cancel   context.CancelFunc
+	stopping atomic.Bool
+	root     atomic.Pointer[actors.Ref] // the spots actor of the current incarnation
+	wg       sync.WaitGroup             // store steps in flight
+	goMu     sync.Mutex                 // guards goDone and wg.Add
+	goDone   bool
+}
+
+// kindState is one kind on this node.
+type kindState struct {
+	reg   *kindReg
+	dir   *directory
+	ref   atomic.Pointer[actors.Ref] // the kind actor of the current incarnation
+	stats kindCounters
+}
+
+// member is one node of the mesh as the store lists it.
+type member struct {
+	rid      string
+	weight   uint32
+	server   bool
+	draining bool
+}
+
+func newRuntime(n *routemesh.Node, cfg Config, regs []*kindReg) (*runtime, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if n.Store() == nil {
+		return nil, fmt.Errorf("%w: Spots need a Location Store", ErrConfig)
+	}
+	rt := &runtime{n: n, cfg: cfg, store: n.Store(), role: n.ObjectRole(), kinds: map[string]*kindState{},
+		cache: newOwnerCache(cfg.CacheSize)}
+	dir, ok := n.Store().(location.SpotDirectory)
+	if !ok {
+		return nil, fmt.Errorf("%w: the Location Store %T keeps no Spot directory", ErrConfig, n.Store())
+	}
+	rt.dir = dir
+	rt.log = n.Logger().With().Str("component", "spots").Logger()
+	rt.lease.cfg = cfg.fence()
+	for _, reg := range regs {
+		if reg.err != nil {
+			return nil, reg.err
+		}
+		if rt.kinds[reg.name] != nil {
+			return nil, fmt.Errorf("%w: kind %s registered twice", ErrConfig, reg.name)
+		}
+		if rt.role != routemesh.ObjectServer {
+			return nil, fmt.Errorf("%w: kind %s registered on an Object %s (only Object Servers host Spots)", ErrConfig, reg.name, rt.role)
+		}
+		ks := &kindState{reg: reg, dir: newDirectory()}
+		rt.kinds[reg.name] = ks
+		rt.order = append(rt.order, ks)
+	}
+	rt.base, rt.cancel = context.WithCancel(context.Background())
+	empty := []member{}
+	rt.members.Store(&empty)
+	return rt, nil
+}
+
+// of returns the runtime attached to n.
+func of(n *routemesh.Node) (*runtime, error) {
+	if n == nil {
+		return nil, fmt.Errorf("%w: nil node", ErrNotEnabled)
+	}
+	rt, ok := n.Extension(extName).(*runtime)
+	if !ok {
+		return nil, fmt.Errorf("%w: mesh %s (call spot.Enable on its builder)", ErrNotEnabled, n.Mesh())
+	}
+	return rt, nil
+}
+
+// goStore runs a store step on a tracked goroutine; after Stop it refuses.
+func (rt *runtime) goStore(fn func()) bool {
+	rt.goMu.Lock()
+	defer rt.goMu.Unlock()
+	if rt.goDone {
+		return false
+	}
+	rt.wg.Add(1)
+	go func() {
+		defer rt.wg.Done()
+		fn()
+	}()
+	return true
+}
+
+// storeCtx bounds one store step.
+func (rt *runtime) storeCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), rt.cfg.StoreTimeout)
+}
+
+// Spec implements routemesh.Extension: the spots actor.
+func (rt *runtime) Spec() actors.Spec { return rt.rootSpec() }
+
+// Drain implements routemesh.Drainer: every active Spot is deactivated
+// and its record released (state without persistence is lost).
+func (rt *runtime) Drain(ctx context.Context) error { return rt.deactivateAll(ctx, false) }
+
+// Stop implements routemesh.Extension: fence (no Spot takes a new turn),
+// deactivate and release every record, then delete the lease; the node
+// deletes its descriptor after this.
+func (rt *runtime) Stop(ctx context.Context) {
+	rt.stopping.Store(true)
+	if err := rt.deactivateAll(ctx, true); err != nil {
+		rt.log.Warn().Err(err).Msg("spots: stop did not release every record; they expire with the lease")
+	}
+	rt.lease.end()
+	gen, _ := rt.lease.holder(time.Now())
+	if gen != 0 {
+		sctx, cancel := rt.storeCtx()
+		err := rt.dir.DeleteSpotLease(sctx, location.SpotLease{Mesh: rt.n.Mesh(), RID: rt.n.RID(), Generation: gen})
+		cancel()
+		if err != nil && !errors.Is(err, location.ErrNotFound) {
+			rt.log.Warn().Err(err).Msg("spots: lease not deleted; it expires")
+		}
+	}
+	rt.cancel()
+	rt.goMu.Lock()
+	rt.goDone = true
+	rt.goMu.Unlock()
+	rt.wg.Wait()
+}
+
+// deactivateAll asks every kind actor to deactivate and release all its
+// Spots and waits for them (bounded by ctx).
+func (rt *runtime) deactivateAll(ctx context.Context, stopping bool) error {
+	var errs []error
+	for _, ks := range rt.order {
+		ref := ks.ref.Load()
+		if ref == nil {
+			continue
+		}
+		done := make(chan error, 1)
+		if err := ref.Tell(&deactivateAll{stopping: stopping, done: done}); err != nil {
+			errs = append(errs, fmt.Errorf("kind %s: %w", ks.reg.name, err))
+			continue
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				errs = append(errs, fmt.Errorf("kind %s: %w", ks.reg.name, err))
+			}
+		case <-ctx.Done():
+			errs = append(errs, fmt.Errorf("kind %s: %w", ks.reg.name, ctx.Err()))
+		}
+	}
+	return errors.Join(errs...)
+}

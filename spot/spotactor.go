@@ -1,0 +1,156 @@
+package spot
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/zlink-go/zlink/actors"
+	"github.com/zlink-go/zlink/internal/zerr"
+	"github.com/zlink-go/zlink/wire"
+)
+
+// deactivate asks a Spot for its last turn.
+type deactivate struct{}
+
+// spotActor is one active Spot: it owns the state and runs one message at
+// a time. A panicking handler ends its call with ErrHandler and the
+// supervisor restarts the actor with the same identity (a fresh state and
+// the OnActivate hook again).
+type spotActor struct {
+	rt    *runtime
+	ks    *kindState
+	act   *activation
+	state any
+	turns uint64
+	gone  bool  // past its last turn: later calls go back to the kind actor
+	fail  error // OnActivate failed: calls end with it
+}
+
+var _ actors.FailureHandler = (*spotActor)(nil)
+
+func (a *spotActor) Receive(c actor.Context) {
+	switch msg := c.Message().(type) {
+	case *actor.Started:
+		a.start(c)
+	case *delivery:
+		a.turn(c, msg)
+	case *deactivate:
+		a.last(c, true)
+	}
+}
+
+func (a *spotActor) start(c actor.Context) {
+	reg := a.ks.reg
+	a.act.turn.Store(0)
+	a.state = reg.newState(a.act.id)
+	if reg.onActivate == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(a.rt.base, 30*time.Second)
+	defer cancel()
+	hc := a.context(ctx, "", nil)
+	if err := reg.onActivate(hc, a.state); err != nil {
+		a.rt.log.Warn().Err(err).Str("kind", reg.name).Str("id", a.act.id).Msg("spots: activation hook failed")
+		a.fail = fmt.Errorf("%w: activation of %s/%s: %w", zerr.ErrHandler, reg.name, a.act.id, err)
+		a.last(c, false)
+	}
+}
+
+func (a *spotActor) context(ctx context.Context, from string, chain []link) *Context {
+	return &Context{Context: ctx, Kind: a.ks.reg.name, ID: a.act.id, Epoch: a.act.epoch, From: from,
+		Node: a.rt.n, act: a.act, turn: a.turns, chain: chain}
+}
+
+// turn runs one delivery. The lease is checked before the turn (a fenced
+// owner runs nothing: the caller is sent elsewhere) and before the reply
+// (a lease lost during the turn ends the call with ErrFenced).
+func (a *spotActor) turn(c actor.Context, d *delivery) {
+	rt, reg := a.rt, a.ks.reg
+	if a.gone {
+		if a.fail != nil {
+			rt.answer(d.r, &d.h, errorReply(a.fail))
+			return
+		}
+		rt.toKind(a.ks, d)
+		return
+	}
+	now := time.Now()
+	a.act.touch(now)
+	if !rt.lease.valid(a.act.gen, now) {
+		rt.answer(d.r, &d.h, retryReply("owner fenced"))
+		return
+	}
+	a.turns++
+	a.act.turn.Store(a.turns)
+	ctx, cancel := context.WithDeadline(rt.base, d.r.Deadline)
+	hc := a.context(ctx, d.r.From, d.h.chain)
+	var out []byte
+	var err error
+	if d.r.OneWay {
+		if fn := reg.sends[d.h.packet]; fn != nil {
+			fn(hc, a.state, d.h.body)
+		} else {
+			rt.stats.sendsDropped.Add(1)
+		}
+	} else if fn := reg.requests[d.h.packet]; fn != nil {
+		out, err = fn(hc, a.state, d.h.body)
+	} else {
+		err = fmt.Errorf("%w: spot kind %s has no packet %q", wire.ErrUnknownPacket, reg.name, d.h.packet)
+	}
+	cancel()
+	a.act.turn.Store(0)
+	switch {
+	case !rt.lease.valid(a.act.gen, time.Now()):
+		rt.answer(d.r, &d.h, errorReply(fmt.Errorf("%w: %s/%s lost its lease during the turn", ErrFenced, reg.name, a.act.id)))
+	case err != nil:
+		if wire.CodeOf(err) == wire.CodeHandler {
+			err = fmt.Errorf("%w: %w", zerr.ErrHandler, err)
+		}
+		rt.answer(d.r, &d.h, errorReply(err))
+	default:
+		rt.answer(d.r, &d.h, okReply(a.act.epoch, out))
+	}
+}
+
+// last runs the Spot's last turn (the deactivate hook unless fenced),
+// tells the kind actor and stops; calls queued behind it go back to the
+// kind actor, which reactivates the Spot for them.
+func (a *spotActor) last(c actor.Context, hook bool) {
+	if a.gone {
+		return
+	}
+	a.gone = true
+	reg := a.ks.reg
+	if hook && reg.onDeactivate != nil && !a.act.fenced.Load() {
+		ctx, cancel := context.WithTimeout(a.rt.base, 30*time.Second)
+		reg.onDeactivate(a.context(ctx, "", nil), a.state)
+		cancel()
+	}
+	if ref := a.ks.ref.Load(); ref != nil {
+		_ = ref.Tell(&deactivated{act: a.act})
+	}
+	c.Poison(c.Self())
+}
+
+// MessageFailed ends the call whose handler panicked.
+func (a *spotActor) MessageFailed(msg any) {
+	if d, ok := msg.(*delivery); ok {
+		a.act.turn.Store(0)
+		a.rt.answer(d.r, &d.h, errorReply(fmt.Errorf("%w: spot %s/%s: handler panicked", zerr.ErrHandler, a.ks.reg.name, a.act.id)))
+	}
+}
+
+// MessageDropped sends a call left in a stopped Spot's mailbox back to the
+// kind actor.
+func (a *spotActor) MessageDropped(msg any) {
+	if d, ok := msg.(*delivery); ok {
+		if a.fail != nil {
+			a.rt.answer(d.r, &d.h, errorReply(a.fail))
+			return
+		}
+		a.rt.toKind(a.ks, d)
+	}
+}

@@ -1,0 +1,89 @@
+package spot
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/zlink-go/zlink/routemesh"
+)
+
+// counters are the runtime's totals (leaf atomics).
+type counters struct {
+	redirects    atomic.Uint64 // requests answered with a redirect
+	fenced       atomic.Uint64 // activations ended because the lease was lost
+	overlaps     atomic.Uint64 // releases that found the record changed under a live activation
+	sendsDropped atomic.Uint64 // one-way messages that reached no owner
+	leaseGens    atomic.Uint64 // lease generations started
+}
+
+type kindCounters struct {
+	active        atomic.Int64
+	activations   atomic.Uint64
+	deactivations atomic.Uint64
+}
+
+// KindStats is one kind's counts on one node.
+type KindStats struct {
+	Kind          string `json:"kind"`
+	Active        int64  `json:"active"`
+	Activations   uint64 `json:"activations"`
+	Deactivations uint64 `json:"deactivations"`
+}
+
+// Stats is what a node's Spot runtime reports (admin GET /spots).
+type Stats struct {
+	Role  string      `json:"role"`
+	Kinds []KindStats `json:"kinds"`
+	// Redirects counts requests this node answered with "not owner".
+	Redirects uint64 `json:"redirects"`
+	// Fenced counts activations ended because the ownership lease was lost.
+	Fenced uint64 `json:"fenced"`
+	// Overlaps counts releases that found the record changed under a live
+	// activation: evidence of a lost store write (logged too).
+	Overlaps uint64 `json:"overlaps"`
+	// SendsDropped counts one-way messages that reached no owner.
+	SendsDropped uint64 `json:"sends_dropped"`
+	// LeaseGeneration is the current ownership lease generation, and
+	// LeaseValid whether it is valid now.
+	LeaseGeneration uint64 `json:"lease_generation"`
+	LeaseValid      bool   `json:"lease_valid"`
+	// Cached is the number of caller-cache entries.
+	Cached int `json:"cached"`
+}
+
+// StatsOf returns the Spot runtime's counts of node n; ErrNotEnabled
+// without one.
+func StatsOf(n *routemesh.Node) (Stats, error) {
+	rt, err := of(n)
+	if err != nil {
+		return Stats{}, err
+	}
+	return rt.statsNow(), nil
+}
+
+func (rt *runtime) statsNow() Stats {
+	gen, valid := rt.lease.holder(time.Now())
+	s := Stats{Role: rt.role.String(), Redirects: rt.stats.redirects.Load(), Fenced: rt.stats.fenced.Load(),
+		Overlaps: rt.stats.overlaps.Load(), SendsDropped: rt.stats.sendsDropped.Load(),
+		LeaseGeneration: gen, LeaseValid: valid, Cached: rt.cache.len()}
+	for _, ks := range rt.order {
+		s.Kinds = append(s.Kinds, KindStats{Kind: ks.reg.name, Active: ks.stats.active.Load(),
+			Activations: ks.stats.activations.Load(), Deactivations: ks.stats.deactivations.Load()})
+	}
+	return s
+}
+
+// Active lists up to limit IDs of the kind's Spots active on node n (the
+// tree and admin list Spots only on request: a node may hold a million).
+func Active(n *routemesh.Node, kind string, limit int) ([]string, error) {
+	rt, err := of(n)
+	if err != nil {
+		return nil, err
+	}
+	ks := rt.kinds[kind]
+	if ks == nil {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownKind, kind)
+	}
+	return ks.dir.ids(limit), nil
+}
