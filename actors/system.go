@@ -99,6 +99,9 @@ type Spec struct {
 	// Producer makes a fresh actor instance, at start and on every restart.
 	// Required.
 	Producer func() actor.Actor
+	// Fold shows this actor's children in tree snapshots as a count
+	// instead of one node each (a Spot kind may hold a million).
+	Fold bool
 }
 
 func (sp Spec) validate() error {
@@ -179,7 +182,7 @@ func (s *System) spawn(parent actor.Context, parentPath string, spec Spec) (*Ref
 		s.mu.Unlock()
 		return nil, ErrStopped
 	}
-	if err := s.reg.Add(path, cmp.Or(parentPath, supervisor.RootPath), kind, q); err != nil {
+	if err := s.reg.AddFolded(path, cmp.Or(parentPath, supervisor.RootPath), kind, q, spec.Fold); err != nil {
 		s.mu.Unlock()
 		return nil, fmt.Errorf("%w: %s", ErrNameTaken, path)
 	}

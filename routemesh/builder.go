@@ -116,6 +116,11 @@ func (b *MeshBuilder) ConfigureDiscovery(d DiscoveryConfig) *MeshBuilder {
 	return b
 }
 
+// SetPlacementWeight sets the node's weight in Spot placement (an Object
+// Server setting, independent of Channel weights; 0 takes no new Spots).
+// Default 100.
+func (b *MeshBuilder) SetPlacementWeight(w uint32) *MeshBuilder { b.cfg.PlacementWeight = w; return b }
+
 // SetObjectRole sets the node's object role (default ObjectNone).
 func (b *MeshBuilder) SetObjectRole(r ObjectRole) *MeshBuilder { b.cfg.ObjectRole = r; return b }
 

@@ -61,7 +61,7 @@ func (a *rootActor) Receive(c actor.Context) {
 		}
 		for _, ks := range rt.order {
 			targets = append(targets, spawn(actors.Spec{Name: ks.reg.name, Kind: "spot-kind", Supervisor: supervisor.DefaultConfig(),
-				Producer: func() actor.Actor { return &kindActor{rt: rt, ks: ks, table: map[string]*entry{}} }}))
+				Producer: func() actor.Actor { return &kindActor{rt: rt, ks: ks, table: map[string]*entry{}} }, Fold: true}))
 		}
 		a.stop = make(chan struct{})
 		every := min(rt.cfg.RenewEvery/2, 250*time.Millisecond)

@@ -56,6 +56,9 @@ type Node struct {
 	Hung        int               `json:"hung,omitempty"`
 	Info        map[string]string `json:"info,omitempty"`
 	Children    []Node            `json:"children"`
+	// Folded is the number of children of a folded node (a Spot kind),
+	// which a snapshot counts instead of listing.
+	Folded int `json:"folded_children,omitempty"`
 }
 
 // Registry is the live supervision tree. It is safe for concurrent use and
@@ -75,6 +78,7 @@ type entry struct {
 	q                  *mailbox.Quota
 	hung               int
 	info               map[string]string
+	fold               bool   // snapshots count the children instead of listing them
 	up                 *entry // the node it hangs under
 	children           map[string]*entry
 }
@@ -89,6 +93,12 @@ func NewRegistry() *Registry {
 // top level; an unknown parent also attaches it to the root). q may be nil.
 // It returns ErrDuplicatePath if path is taken (a Failed entry is replaced).
 func (r *Registry) Add(path, parent, kind string, q *mailbox.Quota) error {
+	return r.AddFolded(path, parent, kind, q, false)
+}
+
+// AddFolded is Add; a folded node's snapshot counts its children
+// (Node.Folded) instead of listing them.
+func (r *Registry) AddFolded(path, parent, kind string, q *mailbox.Quota, fold bool) error {
 	if parent == "" {
 		parent = RootPath
 	}
@@ -104,7 +114,7 @@ func (r *Registry) Add(path, parent, kind string, q *mailbox.Quota) error {
 	if !ok {
 		p = r.nodes[RootPath]
 	}
-	e := &entry{path: path, parent: parent, kind: kind, state: Starting, q: q, up: p, children: map[string]*entry{}}
+	e := &entry{path: path, parent: parent, kind: kind, state: Starting, q: q, fold: fold, up: p, children: map[string]*entry{}}
 	r.nodes[path] = e
 	p.children[path] = e
 	return nil
@@ -249,6 +259,10 @@ func (e *entry) snapshot() Node {
 		st := e.q.Stats()
 		n.Mailbox = MailboxStats{Depth: st.Depth, Bytes: st.Bytes, MaxMessages: st.MaxMessages, MaxBytes: st.MaxBytes}
 	}
+	if e.fold {
+		n.Folded = len(e.children)
+		return n
+	}
 	for _, p := range slices.Sorted(maps.Keys(e.children)) {
 		n.Children = append(n.Children, e.children[p].snapshot())
 	}
@@ -291,6 +305,10 @@ func format(b *strings.Builder, n Node, depth int) {
 	b.WriteString(strconv.FormatInt(n.Mailbox.Bytes, 10))
 	b.WriteByte('/')
 	b.WriteString(limit(n.Mailbox.MaxBytes))
+	if n.Folded > 0 {
+		b.WriteString(" children=")
+		b.WriteString(strconv.Itoa(n.Folded))
+	}
 	b.WriteByte('\n')
 	for _, c := range n.Children {
 		format(b, c, depth+1)

@@ -1,0 +1,36 @@
+// Package counter is the built-in "counter" Spot kind that zlink-node
+// hosts with `run --object server`: each Spot holds one integer. Its
+// packets take and return decimal text, so the CLI can call them:
+// "add" N adds N and returns the new value, "get" returns the value.
+//
+// It owns nothing but the kind's definition.
+package counter
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/zlink-go/zlink/spot"
+)
+
+// KindName is the kind's name.
+const KindName = "counter"
+
+// State is one counter Spot's state.
+type State struct{ N int64 }
+
+// Kind returns the counter kind.
+func Kind() *spot.Kind[State] {
+	return spot.NewKind(KindName, func(string) *State { return &State{} }).
+		OnRaw("add", func(_ *spot.Context, s *State, p []byte) ([]byte, error) {
+			n, err := strconv.ParseInt(string(p), 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("add: want a decimal integer, got %.32q", p)
+			}
+			s.N += n
+			return strconv.AppendInt(nil, s.N, 10), nil
+		}).
+		OnRaw("get", func(_ *spot.Context, s *State, _ []byte) ([]byte, error) {
+			return strconv.AppendInt(nil, s.N, 10), nil
+		})
+}
