@@ -106,12 +106,35 @@ func (rt *runtime) request(ctx context.Context, kind, id, packet string, payload
 	return h, nil
 }
 
+// CallVia is CallRaw through the Object Server via: that node makes the
+// call on this node's behalf (placement, redirects, claims) and answers
+// with the result. For callers that reach the mesh through one node (the
+// CLI's --peer); the Location Store is still what Spots need.
+func CallVia(ctx context.Context, n *routemesh.Node, via, kind, id, packet string, payload []byte) ([]byte, Result, error) {
+	rt, err := of(n)
+	if err != nil {
+		return nil, Result{}, err
+	}
+	h, err := rt.request(ctx, kind, id, packet, payload)
+	if err != nil {
+		return nil, Result{}, err
+	}
+	h.flags |= flagRoute
+	return rt.callTo(ctx, h, via)
+}
+
 func (rt *runtime) call(ctx context.Context, kind, id, packet string, payload []byte) ([]byte, Result, error) {
 	h, err := rt.request(ctx, kind, id, packet, payload)
 	if err != nil {
 		return nil, Result{}, err
 	}
-	target := rt.cached(kind, id)
+	return rt.callTo(ctx, h, rt.cached(kind, id))
+}
+
+// callTo sends h to target (or the placement choice when "") and follows
+// redirects until the call ends.
+func (rt *runtime) callTo(ctx context.Context, h *header, target string) ([]byte, Result, error) {
+	kind, id := h.kind, h.id
 	backoff := 10 * time.Millisecond
 	for {
 		if target == "" {
@@ -131,6 +154,9 @@ func (rt *runtime) call(ctx context.Context, kind, id, packet string, payload []
 		}
 		switch rep.status {
 		case stOK:
+			if h.flags&flagRoute != 0 {
+				return rep.body, Result{Owner: rep.owner, Epoch: rep.epoch}, nil
+			}
 			rt.cache.put(kind, id, target)
 			return rep.body, Result{Owner: target, Epoch: rep.epoch}, nil
 		case stError:
@@ -140,6 +166,9 @@ func (rt *runtime) call(ctx context.Context, kind, id, packet string, payload []
 			if int(h.hops) > rt.cfg.MaxHops {
 				rt.cache.drop(kind, id, "")
 				return nil, Result{}, fmt.Errorf("%w: spot %s/%s: more than %d redirects", ErrNoTarget, kind, id, rt.cfg.MaxHops)
+			}
+			if h.flags&flagRoute != 0 {
+				return nil, Result{}, fmt.Errorf("%w: %s does not route spot calls", ErrNoTarget, target)
 			}
 			if rep.owner != "" && rep.owner != target && rt.reachable(rep.owner) {
 				rt.cache.put(kind, id, rep.owner)

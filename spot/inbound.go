@@ -39,6 +39,10 @@ func (rt *runtime) inbound(r *routemesh.Request) {
 		rt.answer(r, &h, errorReply(err))
 		return
 	}
+	if h.flags&flagRoute != 0 && !r.OneWay {
+		rt.route(r, h)
+		return
+	}
 	d := &delivery{r: r, h: h}
 	ks := rt.kinds[h.kind]
 	switch {
@@ -107,4 +111,27 @@ func (rt *runtime) answer(r *routemesh.Request, h *header, rep []byte) {
 		}
 	}
 	rt.stats.sendsDropped.Add(1)
+}
+
+// route makes a call on the sender's behalf (flagRoute) on a tracked
+// goroutine, bounded by the sender's deadline.
+func (rt *runtime) route(r *routemesh.Request, h header) {
+	if rt.role != routemesh.ObjectServer {
+		r.Reply(redirectReply("", 0))
+		return
+	}
+	h.flags &^= flagRoute
+	ok := rt.goStore(func() {
+		ctx, cancel := context.WithDeadline(rt.base, r.Deadline)
+		defer cancel()
+		out, res, err := rt.callTo(ctx, &h, rt.cached(h.kind, h.id))
+		if err != nil {
+			r.Reply(errorReply(err))
+			return
+		}
+		r.Reply(routedReply(res.Owner, res.Epoch, out))
+	})
+	if !ok {
+		r.Reply(errorReply(zerr.ErrShuttingDown))
+	}
 }

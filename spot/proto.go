@@ -25,6 +25,7 @@ type link struct{ act, turn uint64 }
 
 // header is a Spot request as it travels.
 type header struct {
+	flags  uint8 // flagRoute: the receiver makes the call on the sender's behalf
 	hops   uint8
 	kind   string
 	id     string
@@ -33,13 +34,17 @@ type header struct {
 	body   []byte
 }
 
+// flagRoute asks the receiving node to route the call itself (a caller
+// that reaches the mesh through one Object Server, e.g. the CLI's --peer).
+const flagRoute = 1
+
 // errMalformed is a Spot payload that does not decode.
 var errMalformed = fmt.Errorf("%w: malformed spot payload", wire.ErrBadPayload)
 
 func (h *header) encode() []byte {
 	n := 4 + len(h.kind) + len(h.id) + len(h.packet) + 3*binary.MaxVarintLen64 + len(h.chain)*2*binary.MaxVarintLen64 + binary.MaxVarintLen64 + len(h.body)
 	b := make([]byte, 0, n)
-	b = append(b, protoVersion, h.hops)
+	b = append(b, protoVersion, h.flags, h.hops)
 	b = appendString(b, h.kind)
 	b = appendString(b, h.id)
 	b = appendString(b, h.packet)
@@ -101,6 +106,7 @@ func decodeHeader(b []byte) (header, error) {
 	if v := r.byte(); r.err == nil && v != protoVersion {
 		return h, fmt.Errorf("%w: spot protocol version %d", wire.ErrBadPayload, v)
 	}
+	h.flags = r.byte()
 	h.hops = r.byte()
 	h.kind = r.string(maxName)
 	h.id = r.string(maxName)
@@ -149,9 +155,13 @@ type reply struct {
 	body   []byte
 }
 
-func okReply(epoch uint64, body []byte) []byte {
-	b := make([]byte, 0, 1+binary.MaxVarintLen64+len(body))
+func okReply(epoch uint64, body []byte) []byte { return routedReply("", epoch, body) }
+
+// routedReply is an OK reply that names the owner (empty: the replier).
+func routedReply(owner string, epoch uint64, body []byte) []byte {
+	b := make([]byte, 0, 2+len(owner)+binary.MaxVarintLen64+len(body))
 	b = append(b, stOK)
+	b = appendString(b, owner)
 	b = binary.AppendUvarint(b, epoch)
 	return append(b, body...)
 }
@@ -182,6 +192,7 @@ func decodeReply(b []byte) (reply, error) {
 	rep.status = r.byte()
 	switch rep.status {
 	case stOK:
+		rep.owner = r.string(maxName)
 		rep.epoch = r.uvarint()
 		rep.body = r.b
 	case stRedirect:
