@@ -250,12 +250,20 @@ func (rt *runtime) place(kind, id string) (string, bool) {
 	ms := *rt.members.Load()
 	bp := memberPool.Get().(*[]placement.Member)
 	cands := (*bp)[:0]
+	self := rt.n.RID()
+	listed := false
 	for _, m := range ms {
 		if !m.server {
 			continue
 		}
+		listed = listed || m.rid == self
 		ready, draining := rt.n.PeerReady(m.rid)
 		cands = append(cands, placement.Member{RID: m.rid, Weight: m.weight, Ready: ready, Draining: draining || m.draining})
+	}
+	if !listed && rt.role == routemesh.ObjectServer && rt.n.Published() {
+		// This node before the next listing shows it.
+		ready, draining := rt.n.PeerReady(self)
+		cands = append(cands, placement.Member{RID: self, Weight: rt.n.PlacementWeight(), Ready: ready, Draining: draining})
 	}
 	rid, ok := placement.Owner(kind, id, cands)
 	*bp = cands[:0]

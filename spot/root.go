@@ -26,6 +26,11 @@ import (
 
 type tick struct{ at time.Time }
 
+// kindMailbox bounds a kind actor's mailbox: calls waiting for an
+// activation, claim results and control messages. A full one is ErrBusy
+// to the caller.
+const kindMailbox = 1 << 16
+
 func (rt *runtime) rootSpec() actors.Spec {
 	return actors.Spec{Name: "spots", Kind: "supervisor", Supervisor: supervisor.DefaultConfig(),
 		Producer: func() actor.Actor { return &rootActor{rt: rt} }}
@@ -54,13 +59,13 @@ func (a *rootActor) Receive(c actor.Context) {
 		}
 		var targets []*actors.Ref
 		if rt.role == routemesh.ObjectServer {
-			targets = append(targets, spawn(actors.Spec{Name: "lease", Kind: "lease", Producer: func() actor.Actor { return &leaseActor{rt: rt} }}))
+			targets = append(targets, spawn(actors.Spec{Name: "lease", Kind: "lease", MaxMessages: 1024, Producer: func() actor.Actor { return &leaseActor{rt: rt} }}))
 		}
 		if rt.role != routemesh.ObjectNone {
-			targets = append(targets, spawn(actors.Spec{Name: "members", Kind: "members", Producer: func() actor.Actor { return &membersActor{rt: rt} }}))
+			targets = append(targets, spawn(actors.Spec{Name: "members", Kind: "members", MaxMessages: 1024, Producer: func() actor.Actor { return &membersActor{rt: rt} }}))
 		}
 		for _, ks := range rt.order {
-			targets = append(targets, spawn(actors.Spec{Name: ks.reg.name, Kind: "spot-kind", Supervisor: supervisor.DefaultConfig(),
+			targets = append(targets, spawn(actors.Spec{Name: ks.reg.name, Kind: "spot-kind", MaxMessages: kindMailbox, Supervisor: supervisor.DefaultConfig(),
 				Producer: func() actor.Actor { return &kindActor{rt: rt, ks: ks, table: map[string]*entry{}} }, Fold: true}))
 		}
 		a.stop = make(chan struct{})
