@@ -15,14 +15,24 @@ const maxCorruptKeys = 1024
 type RedisStats struct {
 	// CorruptRecords counts records read back that did not decode, were
 	// invalid or contradicted their key: skipped by a listing, or returned
-	// as ErrCorrupt by GetDescriptor, Owner or Claim. The same
+	// as ErrCorrupt by GetDescriptor or the Spot directory. The same
 	// stored record counts once per read.
 	CorruptRecords uint64
+	// ReplicaWaits counts Spot directory writes followed by WAIT 1
+	// (RedisConfig.ReplicaAcks).
+	ReplicaWaits uint64
+	// UnconfirmedWrites counts Spot directory writes that failed with
+	// ErrUnconfirmed.
+	UnconfirmedWrites uint64
 }
 
 // Stats returns a snapshot of the store's counters.
 func (r *Redis) Stats() RedisStats {
-	return RedisStats{CorruptRecords: r.corrupt.count.Load()}
+	return RedisStats{
+		CorruptRecords:    r.corrupt.count.Load(),
+		ReplicaWaits:      r.waits.Load(),
+		UnconfirmedWrites: r.unconf.Load(),
+	}
 }
 
 // corruptLog counts corrupted records and logs each key once at warning

@@ -45,6 +45,8 @@ type Memory struct {
 	nodes    map[string]map[string]memNode // mesh → RID
 	pubs     map[string]map[string]memPub  // channel → RID
 	spots    map[spotKey]Ownership         // OwnerRID "" marks a released record that keeps its epoch
+	leases   expiring[SpotLease]           // Spot leases
+	tombs    expiring[SpotLease]           // tombstones of Spot leases
 	watchers map[string]map[*watcher]struct{}
 }
 
@@ -70,6 +72,8 @@ func NewMemory(opts ...MemoryOption) *Memory {
 		nodes:    make(map[string]map[string]memNode),
 		pubs:     make(map[string]map[string]memPub),
 		spots:    make(map[spotKey]Ownership),
+		leases:   newExpiring[SpotLease](),
+		tombs:    newExpiring[SpotLease](),
 		watchers: make(map[string]map[*watcher]struct{}),
 	}
 	for _, o := range opts {
@@ -342,103 +346,6 @@ func (m *Memory) DeletePublisher(ctx context.Context, channel, rid string, gen u
 		delete(m.pubs, channel)
 	}
 	return nil
-}
-
-// ownerLiveLocked reports whether (mesh, rid, gen) has a live descriptor.
-func (m *Memory) ownerLiveLocked(mesh, rid string, gen uint64, now time.Time) bool {
-	if rid == "" {
-		return false
-	}
-	n, ok := m.liveNodeLocked(mesh, rid, now)
-	return ok && n.d.Generation == gen
-}
-
-// Claim implements Store.
-func (m *Memory) Claim(ctx context.Context, o Ownership) (Ownership, error) {
-	if err := o.validateOwner(); err != nil {
-		return Ownership{}, err
-	}
-	if err := m.lock(ctx); err != nil {
-		return Ownership{}, err
-	}
-	defer m.mu.Unlock()
-	now := m.now()
-	if !m.ownerLiveLocked(o.Mesh, o.OwnerRID, o.OwnerGeneration, now) {
-		return Ownership{}, fmt.Errorf("%w: claimer %s/%s generation %d", ErrNoLease, o.Mesh, o.OwnerRID, o.OwnerGeneration)
-	}
-	k := spotKey{o.Mesh, o.Kind, o.ID}
-	cur, ok := m.spots[k]
-	if ok && cur.OwnerRID != "" {
-		if cur.OwnerRID == o.OwnerRID && cur.OwnerGeneration == o.OwnerGeneration {
-			return cur, nil
-		}
-		if m.ownerLiveLocked(o.Mesh, cur.OwnerRID, cur.OwnerGeneration, now) {
-			return cur, &OwnedError{Holder: cur}
-		}
-	}
-	next := o
-	next.Epoch = cur.Epoch + 1
-	m.spots[k] = next
-	return next, nil
-}
-
-// Transfer implements Store.
-func (m *Memory) Transfer(ctx context.Context, from Ownership, toRID string, toGen uint64) (Ownership, error) {
-	if err := from.validateOwner(); err != nil {
-		return Ownership{}, err
-	}
-	if toRID == "" || toGen == 0 {
-		return Ownership{}, invalidf("transfer target %q generation %d", toRID, toGen)
-	}
-	if err := m.lock(ctx); err != nil {
-		return Ownership{}, err
-	}
-	defer m.mu.Unlock()
-	now := m.now()
-	k := spotKey{from.Mesh, from.Kind, from.ID}
-	if cur, ok := m.spots[k]; !ok || cur != from || !m.ownerLiveLocked(from.Mesh, from.OwnerRID, from.OwnerGeneration, now) {
-		return Ownership{}, fmt.Errorf("%w: spot %s/%s epoch %d", ErrFenced, from.Kind, from.ID, from.Epoch)
-	}
-	if !m.ownerLiveLocked(from.Mesh, toRID, toGen, now) {
-		return Ownership{}, fmt.Errorf("%w: transfer target %s/%s generation %d", ErrNoLease, from.Mesh, toRID, toGen)
-	}
-	next := from
-	next.OwnerRID, next.OwnerGeneration, next.Epoch = toRID, toGen, from.Epoch+1
-	m.spots[k] = next
-	return next, nil
-}
-
-// Release implements Store.
-func (m *Memory) Release(ctx context.Context, o Ownership) error {
-	if err := o.validateOwner(); err != nil {
-		return err
-	}
-	if err := m.lock(ctx); err != nil {
-		return err
-	}
-	defer m.mu.Unlock()
-	k := spotKey{o.Mesh, o.Kind, o.ID}
-	if cur, ok := m.spots[k]; !ok || cur != o {
-		return fmt.Errorf("%w: spot %s/%s epoch %d", ErrFenced, o.Kind, o.ID, o.Epoch)
-	}
-	m.spots[k] = Ownership{Kind: o.Kind, ID: o.ID, Mesh: o.Mesh, Epoch: o.Epoch}
-	return nil
-}
-
-// Owner implements Store.
-func (m *Memory) Owner(ctx context.Context, mesh, kind, id string) (Ownership, error) {
-	if err := (Ownership{Mesh: mesh, Kind: kind, ID: id}).validateSpot(); err != nil {
-		return Ownership{}, err
-	}
-	if err := m.lock(ctx); err != nil {
-		return Ownership{}, err
-	}
-	defer m.mu.Unlock()
-	cur, ok := m.spots[spotKey{mesh, kind, id}]
-	if !ok || !m.ownerLiveLocked(mesh, cur.OwnerRID, cur.OwnerGeneration, m.now()) {
-		return Ownership{}, fmt.Errorf("%w: owner of spot %s/%s in mesh %q", ErrNotFound, kind, id, mesh)
-	}
-	return cur, nil
 }
 
 // Close implements Store.

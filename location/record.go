@@ -166,27 +166,40 @@ func decodePublisher(s string) (Publisher, error) {
 	return p, nil
 }
 
-// parseOwnership builds the ownership record of Spot o from the stored
-// fields {owner, gen, epoch}, refusing anything a writer of this package
-// could not have stored for a live owner.
-func parseOwnership(o Ownership, f []string) (Ownership, error) {
+// parseSpotRecord builds the ownership record of Spot spot from the stored
+// fields {owner, gen, epoch} as the scripts return them: {"", "", "0"} for
+// an absent record, an empty owner and generation with the kept epoch for a
+// released one. Anything a writer of this package could not have stored is
+// refused with ErrCorrupt.
+func parseSpotRecord(spot Ownership, f []string) (Ownership, error) {
+	spot.OwnerRID, spot.OwnerGeneration, spot.Epoch = "", 0, 0
 	if len(f) != 3 {
-		return Ownership{}, corruptf("ownership of spot %s/%s: %d fields", o.Kind, o.ID, len(f))
+		return Ownership{}, corruptf("spot record %s/%s: %d fields", spot.Kind, spot.ID, len(f))
 	}
-	owner := f[0]
-	if owner == "" || len(owner) > maxNameLen {
-		return Ownership{}, corruptf("ownership of spot %s/%s: owner of %d bytes", o.Kind, o.ID, len(owner))
+	owner, gen, epoch := f[0], f[1], f[2]
+	if owner == "" && gen == "" && epoch == "0" {
+		return spot, nil // absent
 	}
-	gen, ok := canonicalUint(f[1], 1<<64-1)
+	e, ok := canonicalUint(epoch, maxEpoch)
 	if !ok {
-		return Ownership{}, corruptf("ownership of spot %s/%s: generation %.24q", o.Kind, o.ID, f[1])
+		return Ownership{}, corruptf("spot record %s/%s: epoch %.24q", spot.Kind, spot.ID, epoch)
 	}
-	epoch, ok := canonicalUint(f[2], maxEpoch)
+	spot.Epoch = e
+	if owner == "" {
+		if gen != "" {
+			return Ownership{}, corruptf("spot record %s/%s: generation %.24q without an owner", spot.Kind, spot.ID, gen)
+		}
+		return spot, nil // released
+	}
+	if len(owner) > maxNameLen {
+		return Ownership{}, corruptf("spot record %s/%s: owner of %d bytes", spot.Kind, spot.ID, len(owner))
+	}
+	g, ok := canonicalUint(gen, 1<<64-1)
 	if !ok {
-		return Ownership{}, corruptf("ownership of spot %s/%s: epoch %.24q", o.Kind, o.ID, f[2])
+		return Ownership{}, corruptf("spot record %s/%s: generation %.24q", spot.Kind, spot.ID, gen)
 	}
-	o.OwnerRID, o.OwnerGeneration, o.Epoch = owner, gen, epoch
-	return o, nil
+	spot.OwnerRID, spot.OwnerGeneration = owner, g
+	return spot, nil
 }
 
 // canonicalUint parses a decimal in 1..max written without sign or leading

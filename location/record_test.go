@@ -211,21 +211,30 @@ func TestDecodePublisher_Hostile(t *testing.T) {
 	}
 }
 
-func TestParseOwnership(t *testing.T) {
+func TestParseSpotRecord(t *testing.T) {
 	spot := Ownership{Kind: "room", ID: "1", Mesh: "m"}
-	got, err := parseOwnership(spot, []string{"n", "18446744073709551615", "999999999999999"})
-	want := Ownership{Kind: "room", ID: "1", Mesh: "m", OwnerRID: "n", OwnerGeneration: 1<<64 - 1, Epoch: maxEpoch}
-	if err != nil || got != want {
-		t.Fatalf("parse %+v %v", got, err)
+	for _, tc := range []struct {
+		f    []string
+		want Ownership
+	}{
+		{[]string{"n", "18446744073709551615", "999999999999999"}, Ownership{Kind: "room", ID: "1", Mesh: "m", OwnerRID: "n", OwnerGeneration: 1<<64 - 1, Epoch: maxEpoch}},
+		{[]string{"", "", "0"}, spot}, // absent
+		{[]string{"", "", "7"}, Ownership{Kind: "room", ID: "1", Mesh: "m", Epoch: 7}}, // released
+	} {
+		got, err := parseSpotRecord(spot, tc.f)
+		if err != nil || got != tc.want {
+			t.Errorf("%q: %+v %v, want %+v", tc.f, got, err, tc.want)
+		}
 	}
 	for _, f := range [][]string{
-		{"", "1", "1"}, {strings.Repeat("n", maxNameLen+1), "1", "1"},
+		{strings.Repeat("n", maxNameLen+1), "1", "1"},
 		{"n", "0", "1"}, {"n", "01", "1"}, {"n", "-1", "1"}, {"n", "+1", "1"}, {"n", "1e3", "1"}, {"n", "", "1"},
 		{"n", "18446744073709551616", "1"},
 		{"n", "1", "0"}, {"n", "1", ""}, {"n", "1", "1000000000000000"}, {"n", "1", "abc"}, {"n", "1", " 1"},
+		{"", "1", "1"}, {"", "", ""}, {"", "", "01"}, {"", "0", "0"}, {"n", "", "0"},
 		{"n", "1"}, {"n", "1", "1", "1"},
 	} {
-		if _, err := parseOwnership(spot, f); !errors.Is(err, ErrCorrupt) {
+		if _, err := parseSpotRecord(spot, f); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%q: error %v, want ErrCorrupt", f, err)
 		}
 	}
@@ -323,26 +332,39 @@ func FuzzDecodePublisher(f *testing.F) {
 	})
 }
 
-func FuzzParseOwnership(f *testing.F) {
+func FuzzParseSpotRecord(f *testing.F) {
 	f.Add("n", "1", "1")
 	f.Add("n", "18446744073709551615", "999999999999999")
+	f.Add("", "", "0")
+	f.Add("", "", "3")
 	f.Add("", "01", "1e3")
 	f.Fuzz(func(t *testing.T, owner, gen, epoch string) {
 		spot := Ownership{Kind: "room", ID: "1", Mesh: "m"}
-		o, err := parseOwnership(spot, []string{owner, gen, epoch})
+		o, err := parseSpotRecord(spot, []string{owner, gen, epoch})
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("error %v does not wrap ErrCorrupt", err)
 			}
 			return
 		}
-		// Accepted: exactly what the scripts would have written.
-		if o.OwnerRID != owner || u64(o.OwnerGeneration) != gen || u64(o.Epoch) != epoch ||
-			o.validateOwner() != nil || o.Epoch == 0 || o.Epoch > maxEpoch {
-			t.Fatalf("accepted %q %q %q as %+v", owner, gen, epoch, o)
-		}
 		if !reflect.DeepEqual(Ownership{Kind: o.Kind, ID: o.ID, Mesh: o.Mesh}, spot) {
 			t.Fatalf("spot changed: %+v", o)
+		}
+		// Accepted: exactly what the scripts would have written, or what
+		// they return for an absent record.
+		switch {
+		case owner == "" && gen == "" && epoch == "0":
+			if o != spot {
+				t.Fatalf("absent record read as %+v", o)
+			}
+		case owner == "":
+			if gen != "" || o.Owned() || o.OwnerGeneration != 0 || u64(o.Epoch) != epoch || o.Epoch == 0 || o.Epoch > maxEpoch {
+				t.Fatalf("accepted %q %q %q as released %+v", owner, gen, epoch, o)
+			}
+		default:
+			if o.OwnerRID != owner || u64(o.OwnerGeneration) != gen || u64(o.Epoch) != epoch || o.validateOwner() != nil {
+				t.Fatalf("accepted %q %q %q as %+v", owner, gen, epoch, o)
+			}
 		}
 	})
 }

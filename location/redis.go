@@ -21,31 +21,36 @@ import (
 
 // Redis is the Location Store on a real Redis server (standalone or Cluster)
 // through rueidis. Safe for concurrent use. Key layout and TTLs: see doc.go.
+// Reads go to masters only and no client-side cache is used.
 type Redis struct {
 	cfg    RedisConfig
 	client rueidis.Client
 
 	ctx    context.Context // ended by Close; parent of every Watch
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // Watch goroutines; Add only under mu while !closed
+	wg     sync.WaitGroup // Watch and replica-check goroutines; Add only under mu while !closed (or in NewRedis)
 	mu     sync.Mutex     // orders wg.Add in Watch against Close
 	closed atomic.Bool
 	once   sync.Once
 
-	corrupt corruptLog // records skipped or refused as ErrCorrupt
+	corrupt  corruptLog     // records skipped or refused as ErrCorrupt
+	replicas replicaTracker // which masters need WAIT after a Spot directory write
+	waits    atomic.Uint64  // Spot directory writes followed by WAIT
+	unconf   atomic.Uint64  // of which no replica confirmed
 }
 
 var _ Store = (*Redis)(nil)
 
-// NewRedis connects to Redis. It fails when the server is unreachable within
-// cfg.DialTimeout (or ctx).
+// NewRedis connects to Redis, standalone or Cluster (detected). It fails
+// when the server is unreachable within cfg.DialTimeout (or ctx). With
+// ReplicaAcksAuto it reads which masters have replicas before returning.
 func NewRedis(ctx context.Context, cfg RedisConfig) (*Redis, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	client, err := rueidis.NewClient(rueidis.ClientOption{
-		InitAddress:      []string{cfg.Addr},
+		InitAddress:      append([]string{cfg.Addr}, cfg.Addrs...),
 		SelectDB:         cfg.DB,
 		Username:         cfg.Username,
 		Password:         cfg.Password,
@@ -66,6 +71,20 @@ func NewRedis(ctx context.Context, cfg RedisConfig) (*Redis, error) {
 		client.Close()
 		r.cancel()
 		return nil, fmt.Errorf("zlink: ping redis %s%s: %w%s", cfg.Addr, overTLS(cfg), err, dialHint(cfg, err))
+	}
+	cluster := client.Mode() == rueidis.ClientModeCluster
+	if cluster && cfg.DB != 0 {
+		client.Close()
+		r.cancel()
+		return nil, invalidf("redis %s is a Cluster node: db %d does not exist there (only 0)", cfg.Addr, cfg.DB)
+	}
+	r.replicas.init(cfg, cluster)
+	if cfg.ReplicaAcks == ReplicaAcksAuto {
+		if err := r.refreshReplicas(pctx); err != nil {
+			r.cfg.Logger.Warn().Err(err).Msg("location: cannot tell which redis masters have replicas; Spot directory writes wait only on those known")
+		}
+		r.wg.Add(1)
+		go r.watchReplicas()
 	}
 	return r, nil
 }
@@ -138,7 +157,11 @@ func (r *Redis) eventsChannel(mesh string) string {
 	return r.meshTag(mesh) + "events"
 }
 func (r *Redis) spotKey(mesh, kind, id string) string {
-	return r.meshTag(mesh) + "spot:" + kind + ":" + id
+	return r.cfg.Prefix + ":{spot:" + mesh + ":" + kind + ":" + id + "}"
+}
+func (r *Redis) spotLeaseKeys(l SpotLease) (lease, tomb string) {
+	tag := r.cfg.Prefix + ":{spotlease:" + l.Mesh + ":" + l.RID + "}:"
+	return tag + u64(l.Generation), tag + "tomb:" + u64(l.Generation)
 }
 func (r *Redis) fanoutTag(channel string) string { return r.cfg.Prefix + ":{fanout:" + channel + "}:" }
 func (r *Redis) pubPrefix(channel string) string { return r.fanoutTag(channel) + "pub:" }
@@ -533,141 +556,4 @@ func (r *Redis) DeletePublisher(ctx context.Context, channel, rid string, gen ui
 		return fmt.Errorf("%w: publisher %s/%s generation %d", ErrNotFound, channel, rid, gen)
 	}
 	return nil
-}
-
-// ownershipReply parses {status, owner, gen, epoch}; a record that does not
-// parse, or status corrupt, is reported and returned as ErrCorrupt.
-func (r *Redis) ownershipReply(o Ownership, reply []string) (string, Ownership, error) {
-	if len(reply) != 4 {
-		return "", Ownership{}, fmt.Errorf("zlink: redis ownership script: %d fields", len(reply))
-	}
-	spot := Ownership{Kind: o.Kind, ID: o.ID, Mesh: o.Mesh}
-	switch reply[0] {
-	case "ok", "owned":
-	case "corrupt":
-		err := corruptf("ownership of spot %s/%s: epoch %.24q", o.Kind, o.ID, reply[3])
-		r.corrupt.report(r.cfg.Logger, r.spotKey(o.Mesh, o.Kind, o.ID), err)
-		return reply[0], Ownership{}, err
-	default:
-		return reply[0], Ownership{}, nil
-	}
-	rec, err := parseOwnership(spot, reply[1:])
-	if err != nil {
-		r.corrupt.report(r.cfg.Logger, r.spotKey(o.Mesh, o.Kind, o.ID), err)
-	}
-	return reply[0], rec, err
-}
-
-// Claim implements Store.
-func (r *Redis) Claim(ctx context.Context, o Ownership) (Ownership, error) {
-	if err := o.validateOwner(); err != nil {
-		return Ownership{}, err
-	}
-	if err := r.check(); err != nil {
-		return Ownership{}, err
-	}
-	ctx, cancel := r.opCtx(ctx)
-	defer cancel()
-	reply, err := claimScript.Exec(ctx, r.client,
-		[]string{r.spotKey(o.Mesh, o.Kind, o.ID)},
-		[]string{r.nodePrefix(o.Mesh), o.OwnerRID, u64(o.OwnerGeneration)},
-	).AsStrSlice()
-	if err != nil {
-		return Ownership{}, r.wrap("claim", err)
-	}
-	status, rec, err := r.ownershipReply(o, reply)
-	switch {
-	case err != nil:
-		return Ownership{}, err
-	case status == "ok":
-		return rec, nil
-	case status == "owned":
-		return rec, &OwnedError{Holder: rec}
-	default:
-		return Ownership{}, fmt.Errorf("%w: claimer %s/%s generation %d", ErrNoLease, o.Mesh, o.OwnerRID, o.OwnerGeneration)
-	}
-}
-
-// Transfer implements Store.
-func (r *Redis) Transfer(ctx context.Context, from Ownership, toRID string, toGen uint64) (Ownership, error) {
-	if err := from.validateOwner(); err != nil {
-		return Ownership{}, err
-	}
-	if toRID == "" || len(toRID) > maxNameLen || toGen == 0 {
-		return Ownership{}, invalidf("transfer target %.64q generation %d", toRID, toGen)
-	}
-	if err := r.check(); err != nil {
-		return Ownership{}, err
-	}
-	ctx, cancel := r.opCtx(ctx)
-	defer cancel()
-	reply, err := transferScript.Exec(ctx, r.client,
-		[]string{r.spotKey(from.Mesh, from.Kind, from.ID)},
-		[]string{r.nodePrefix(from.Mesh), from.OwnerRID, u64(from.OwnerGeneration), u64(from.Epoch), toRID, u64(toGen)},
-	).AsStrSlice()
-	if err != nil {
-		return Ownership{}, r.wrap("transfer", err)
-	}
-	status, rec, err := r.ownershipReply(from, reply)
-	switch {
-	case err != nil:
-		return Ownership{}, err
-	case status == "ok":
-		return rec, nil
-	case status == "nolease":
-		return Ownership{}, fmt.Errorf("%w: transfer target %s/%s generation %d", ErrNoLease, from.Mesh, toRID, toGen)
-	default:
-		return Ownership{}, fmt.Errorf("%w: spot %s/%s epoch %d", ErrFenced, from.Kind, from.ID, from.Epoch)
-	}
-}
-
-// Release implements Store.
-func (r *Redis) Release(ctx context.Context, o Ownership) error {
-	if err := o.validateOwner(); err != nil {
-		return err
-	}
-	if err := r.check(); err != nil {
-		return err
-	}
-	ctx, cancel := r.opCtx(ctx)
-	defer cancel()
-	n, err := releaseScript.Exec(ctx, r.client,
-		[]string{r.spotKey(o.Mesh, o.Kind, o.ID)},
-		[]string{o.OwnerRID, u64(o.OwnerGeneration), u64(o.Epoch)},
-	).AsInt64()
-	if err != nil {
-		return r.wrap("release", err)
-	}
-	if n == 0 {
-		return fmt.Errorf("%w: spot %s/%s epoch %d", ErrFenced, o.Kind, o.ID, o.Epoch)
-	}
-	return nil
-}
-
-// Owner implements Store.
-func (r *Redis) Owner(ctx context.Context, mesh, kind, id string) (Ownership, error) {
-	o := Ownership{Mesh: mesh, Kind: kind, ID: id}
-	if err := o.validateSpot(); err != nil {
-		return Ownership{}, err
-	}
-	if err := r.check(); err != nil {
-		return Ownership{}, err
-	}
-	ctx, cancel := r.opCtx(ctx)
-	defer cancel()
-	reply, err := ownerScript.Exec(ctx, r.client,
-		[]string{r.spotKey(mesh, kind, id)},
-		[]string{r.nodePrefix(mesh)},
-	).AsStrSlice()
-	if err != nil {
-		return Ownership{}, r.wrap("owner", err)
-	}
-	if len(reply) == 0 {
-		return Ownership{}, fmt.Errorf("%w: owner of spot %s/%s in mesh %q", ErrNotFound, kind, id, mesh)
-	}
-	rec, err := parseOwnership(o, reply)
-	if err != nil {
-		r.corrupt.report(r.cfg.Logger, r.spotKey(mesh, kind, id), err)
-	}
-	return rec, err
 }

@@ -224,77 +224,90 @@ func TestRedis_CorruptPublishers(t *testing.T) {
 	}
 }
 
-// A corrupted Spot record never yields an owner: Owner and Claim refuse
-// it with ErrCorrupt (or treat an owner whose lease does not match as
-// gone), and a refused Claim leaves the record as it was.
-func TestRedis_CorruptOwnership(t *testing.T) {
+// A corrupted Spot record never yields an owner: SpotRecord and ClaimSpot
+// refuse it with ErrCorrupt, ReleaseSpot and TransferSpot with an error
+// matching both ErrFenced and ErrCorrupt, and nothing changes the record.
+func TestRedis_CorruptSpotRecord(t *testing.T) {
 	e := newCorruptEnv(t)
-	for _, d := range []location.Descriptor{locationtest.Desc("m", "a", 1, 1), locationtest.Desc("m", "b", 2, 1)} {
-		if err := e.store.PutDescriptor(e.ctx, d, time.Minute); err != nil {
-			t.Fatal(err)
-		}
-	}
-	claimB := location.Ownership{Kind: "room", Mesh: "m", OwnerRID: "b", OwnerGeneration: 2}
+	spot := location.Ownership{Kind: "room", Mesh: "m"}
 	for _, tc := range []struct {
 		name   string
 		fields []string // owner, gen, epoch
 		write  func(key string)
-		owner  error  // from Owner
-		claim  error  // from Claim by b; nil: succeeds with epoch
-		epoch  uint64 // of the successful claim
+		valid  *location.Ownership // read back as this (fields of spot added)
 	}{
-		{name: "epoch not a number", fields: []string{"a", "1", "abc"}, owner: location.ErrCorrupt, claim: location.ErrCorrupt},
-		{name: "epoch 0", fields: []string{"a", "1", "0"}, owner: location.ErrCorrupt, claim: location.ErrCorrupt},
-		{name: "epoch in exponent form", fields: []string{"a", "1", "1e3"}, owner: location.ErrCorrupt, claim: location.ErrCorrupt},
-		{name: "epoch beyond exact doubles", fields: []string{"a", "1", "9007199254740993"}, owner: location.ErrCorrupt, claim: location.ErrCorrupt},
-		{name: "epoch missing", fields: []string{"a", "1", ""}, owner: location.ErrCorrupt, claim: location.ErrCorrupt},
-		{name: "generation with leading zero", fields: []string{"a", "01", "4"}, owner: location.ErrNotFound, epoch: 5},
-		{name: "owner not a node", fields: []string{"ghost", "1", "4"}, owner: location.ErrNotFound, epoch: 5},
-		{name: "released", fields: []string{"", "", "4"}, owner: location.ErrNotFound, epoch: 5},
+		{name: "epoch not a number", fields: []string{"a", "1", "abc"}},
+		{name: "epoch 0", fields: []string{"a", "1", "0"}},
+		{name: "epoch in exponent form", fields: []string{"a", "1", "1e3"}},
+		{name: "epoch beyond exact doubles", fields: []string{"a", "1", "9007199254740993"}},
+		{name: "epoch missing", fields: []string{"a", "1", ""}},
+		{name: "generation with leading zero", fields: []string{"a", "01", "4"}},
+		{name: "generation 0", fields: []string{"a", "0", "4"}},
+		{name: "generation beyond uint64", fields: []string{"a", "18446744073709551616", "4"}},
+		{name: "generation without owner", fields: []string{"", "1", "4"}},
+		{name: "long owner", fields: []string{strings.Repeat("a", 300), "1", "4"}},
+		{name: "absent epoch 0 stored", fields: []string{"", "", "0"}},
 		{name: "no epoch field", write: func(key string) {
 			e.do(e.raw.B().Hset().Key(key).FieldValue().FieldValue("owner", "a").FieldValue("gen", "1").Build())
-		}, owner: location.ErrCorrupt, claim: location.ErrCorrupt},
+		}},
 		{name: "no gen field", write: func(key string) {
 			e.do(e.raw.B().Hset().Key(key).FieldValue().FieldValue("owner", "a").FieldValue("epoch", "3").Build())
-		}, owner: location.ErrNotFound, epoch: 4},
-		{name: "not a hash", write: func(key string) { e.do(e.raw.B().Set().Key(key).Value("x").Build()) },
-			owner: location.ErrCorrupt, claim: errors.New("any error")},
+		}},
+		{name: "not a hash", write: func(key string) { e.do(e.raw.B().Set().Key(key).Value("x").Build()) }},
+		{name: "released", fields: []string{"", "", "4"}, valid: &location.Ownership{Epoch: 4}},
+		{name: "only an epoch field", write: func(key string) {
+			e.do(e.raw.B().Hset().Key(key).FieldValue().FieldValue("epoch", "6").Build())
+		}, valid: &location.Ownership{Epoch: 6}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			id := strings.ReplaceAll(tc.name, " ", "-")
-			key := "c:{mesh:m}:spot:room:" + id
+			sp := spot
+			sp.ID = strings.ReplaceAll(tc.name, " ", "-")
+			key := "c:{spot:m:room:" + sp.ID + "}"
 			if tc.write != nil {
 				tc.write(key)
 			} else {
 				e.hash("", key, "", "owner", tc.fields[0], "gen", tc.fields[1], "epoch", tc.fields[2])
 			}
-			_, err := e.store.Owner(e.ctx, "m", "room", id)
-			if !errors.Is(err, tc.owner) {
-				t.Fatalf("owner: error %v, want %v", err, tc.owner)
+			before, err := e.raw.Do(e.ctx, e.raw.B().Dump().Key(key).Build()).ToString()
+			if err != nil {
+				t.Fatal(err)
 			}
-			c := claimB
-			c.ID = id
-			got, err := e.store.Claim(e.ctx, c)
-			switch {
-			case tc.claim == nil:
-				if err != nil || got.OwnerRID != "b" || got.Epoch != tc.epoch {
-					t.Fatalf("claim: %+v %v, want b at epoch %d", got, err, tc.epoch)
+			corrupt := e.store.Stats().CorruptRecords
+			got, err := e.store.SpotRecord(e.ctx, "m", "room", sp.ID)
+			if tc.valid != nil {
+				want := *tc.valid
+				want.Mesh, want.Kind, want.ID = sp.Mesh, sp.Kind, sp.ID
+				if err != nil || got != want {
+					t.Fatalf("record %+v %v, want %+v", got, err, want)
 				}
 				return
-			case tc.claim == location.ErrCorrupt && !errors.Is(err, location.ErrCorrupt):
-				t.Fatalf("claim: error %v, want ErrCorrupt", err)
-			case err == nil:
-				t.Fatalf("claim of a corrupted record succeeded: %+v", got)
 			}
-			if tc.write == nil { // the refused claim changed nothing
-				rec, err := e.raw.Do(e.ctx, e.raw.B().Hgetall().Key(key).Build()).AsStrMap()
-				if err != nil || rec["owner"] != tc.fields[0] || rec["gen"] != tc.fields[1] || rec["epoch"] != tc.fields[2] {
-					t.Fatalf("record after refused claim %v %v", rec, err)
-				}
+			if !errors.Is(err, location.ErrCorrupt) {
+				t.Fatalf("record: %+v %v, want ErrCorrupt", got, err)
+			}
+			next := sp
+			next.OwnerRID, next.OwnerGeneration, next.Epoch = "b", 2, 99
+			if got, err := e.store.ClaimSpot(e.ctx, sp, next); !errors.Is(err, location.ErrCorrupt) {
+				t.Fatalf("claim: %+v %v, want ErrCorrupt", got, err)
+			}
+			held := sp
+			held.OwnerRID, held.OwnerGeneration, held.Epoch = "a", 1, 4
+			if err := e.store.ReleaseSpot(e.ctx, held); !errors.Is(err, location.ErrCorrupt) || !errors.Is(err, location.ErrFenced) {
+				t.Fatalf("release: %v, want ErrFenced and ErrCorrupt", err)
+			}
+			if got, err := e.store.TransferSpot(e.ctx, held, "b", 2); !errors.Is(err, location.ErrCorrupt) || !errors.Is(err, location.ErrFenced) {
+				t.Fatalf("transfer: %+v %v, want ErrFenced and ErrCorrupt", got, err)
+			}
+			if n := e.store.Stats().CorruptRecords - corrupt; n != 4 {
+				t.Fatalf("corrupt counter +%d, want +4", n)
+			}
+			if n := strings.Count(e.log.String(), `"key":"`+key); n != 1 {
+				t.Fatalf("%d warnings for %s, want 1:\n%s", n, key, e.log.String())
+			}
+			after, err := e.raw.Do(e.ctx, e.raw.B().Dump().Key(key).Build()).ToString()
+			if err != nil || after != before {
+				t.Fatalf("the corrupt record changed (%v)", err)
 			}
 		})
-	}
-	if e.store.Stats().CorruptRecords == 0 {
-		t.Fatal("corrupt ownership records not counted")
 	}
 }

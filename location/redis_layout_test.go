@@ -2,6 +2,7 @@ package location_test
 
 import (
 	"context"
+	"maps"
 	"testing"
 	"time"
 
@@ -12,7 +13,9 @@ import (
 )
 
 // The key layout documented in doc.go: every key of a mesh shares the
-// {mesh:<MeshName>} hash tag, fanout keys share {fanout:<Channel>}.
+// {mesh:<MeshName>} hash tag, fanout keys share {fanout:<Channel>}, every
+// Spot record has its own tag {spot:<mesh>:<kind>:<id>} and the Spot lease
+// keys of a node share {spotlease:<mesh>:<rid>}.
 func TestRedis_KeyLayout(t *testing.T) {
 	srv := locationtest.StartRedis(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
@@ -31,8 +34,26 @@ func TestRedis_KeyLayout(t *testing.T) {
 	if err := s.PutDescriptor(ctx, locationtest.Desc("game", "n1", 1, 1), 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Claim(ctx, location.Ownership{Kind: "player", ID: "7", Mesh: "game", OwnerRID: "n1", OwnerGeneration: 1}); err != nil {
+	sp := location.Ownership{Kind: "player", ID: "7", Mesh: "game"}
+	next := sp
+	next.OwnerRID, next.OwnerGeneration, next.Epoch = "n1", 1, 1
+	if _, err := s.ClaimSpot(ctx, sp, next); err != nil {
 		t.Fatal(err)
+	}
+	released := location.Ownership{Kind: "player", ID: "8", Mesh: "game", OwnerRID: "n1", OwnerGeneration: 1, Epoch: 5}
+	if _, err := s.ClaimSpot(ctx, location.Ownership{Kind: "player", ID: "8", Mesh: "game"}, released); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ReleaseSpot(ctx, released); err != nil {
+		t.Fatal(err)
+	}
+	l := location.SpotLease{Mesh: "game", RID: "n1", Generation: 1 << 63}
+	if err := s.CreateSpotLease(ctx, l, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	l.Generation = 2
+	if live, err := s.CheckSpotLease(ctx, l, 20*time.Second); err != nil || live {
+		t.Fatalf("check of a lease never created: %v %v", live, err)
 	}
 	if err := s.PutPublisher(ctx, location.Publisher{Channel: "news", RID: "p1", Generation: 1, Endpoint: "tcp://h:1"}, 30*time.Second); err != nil {
 		t.Fatal(err)
@@ -47,11 +68,14 @@ func TestRedis_KeyLayout(t *testing.T) {
 		return v
 	}
 	for key, leased := range map[string]bool{
-		"zlink:{mesh:game}:node:n1":       true,
-		"zlink:{mesh:game}:nodes":         true,
-		"zlink:{mesh:game}:spot:player:7": false,
-		"zlink:{fanout:news}:pub:p1":      true,
-		"zlink:{fanout:news}:pubs":        true,
+		"zlink:{mesh:game}:node:n1":                     true,
+		"zlink:{mesh:game}:nodes":                       true,
+		"zlink:{spot:game:player:7}":                    false,
+		"zlink:{spot:game:player:8}":                    false,
+		"zlink:{spotlease:game:n1}:9223372036854775808": true,
+		"zlink:{spotlease:game:n1}:tomb:2":              true,
+		"zlink:{fanout:news}:pub:p1":                    true,
+		"zlink:{fanout:news}:pubs":                      true,
 	} {
 		ttl := pttl(key)
 		switch {
@@ -63,11 +87,20 @@ func TestRedis_KeyLayout(t *testing.T) {
 			t.Errorf("key %s PTTL %d, want no expiry", key, ttl)
 		}
 	}
-	rec, err := raw.Do(ctx, raw.B().Hgetall().Key("zlink:{mesh:game}:spot:player:7").Build()).AsStrMap()
-	if err != nil {
-		t.Fatal(err)
+	for key, want := range map[string]map[string]string{
+		"zlink:{spot:game:player:7}": {"owner": "n1", "gen": "1", "epoch": "1"},
+		"zlink:{spot:game:player:8}": {"owner": "", "gen": "", "epoch": "5"}, // released: the epoch stays
+	} {
+		rec, err := raw.Do(ctx, raw.B().Hgetall().Key(key).Build()).AsStrMap()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !maps.Equal(rec, want) {
+			t.Errorf("spot record %s: %v, want %v", key, rec, want)
+		}
 	}
-	if rec["owner"] != "n1" || rec["gen"] != "1" || rec["epoch"] != "1" {
-		t.Fatalf("spot record %v", rec)
+	n, err := raw.Do(ctx, raw.B().Dbsize().Build()).AsInt64()
+	if err != nil || n != 8 {
+		t.Fatalf("%d keys (%v), want only the 8 above", n, err)
 	}
 }

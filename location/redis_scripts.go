@@ -1,12 +1,18 @@
 package location
 
-import "github.com/redis/rueidis"
+import (
+	"crypto/sha1"
+	"encoding/hex"
+
+	"github.com/redis/rueidis"
+)
 
 // Lua scripts: every compare-and-set runs atomically inside Redis. All keys a
-// script touches share one hash tag ({mesh:<MeshName>} or
-// {fanout:<Channel>}), so they live in one Cluster slot. Generations and
-// epochs travel as decimal strings and are compared as strings (Lua numbers
-// are doubles and would lose uint64 precision).
+// script touches share one hash tag ({mesh:<MeshName>}, {fanout:<Channel>},
+// {spot:<mesh>:<kind>:<id>} or {spotlease:<mesh>:<rid>}), so they live in
+// one Cluster slot. Generations and epochs travel as decimal strings and are
+// compared as strings (Lua numbers are doubles and would lose uint64
+// precision); no script does arithmetic on them.
 
 // luaClip cuts a value read from a record that may have been written by
 // someone else to n+1 bytes, so a reply stays bounded and the Go side still
@@ -105,61 +111,96 @@ if rec.err then return {'', '', ''} end
 return {clip(rec[1] or '', 24), clip(rec[2] or '', 24), clip(rec[3] or '', tonumber(ARGV[1]))}
 `)
 
-// KEYS[1] spot record. ARGV: 1 node key prefix, 2 rid, 3 gen.
-// Returns {status, owner, gen, epoch}; status is ok, owned, nolease or
-// corrupt (the stored epoch is missing under an owner, or not a decimal in
-// 1..999999999999999, so the next one could not be computed exactly; the
-// record is left alone).
-var claimScript = rueidis.NewLuaScript(luaClip + `
-if redis.call('HGET', ARGV[1] .. ARGV[2], 'gen') ~= ARGV[3] then return {'nolease', '', '', ''} end
-local rec = redis.call('HMGET', KEYS[1], 'owner', 'gen', 'epoch')
-local owner, gen, epoch = rec[1], rec[2], rec[3]
-local owned = owner and owner ~= ''
-if (epoch or owned) and not (epoch and #epoch <= 15 and string.match(epoch, '^[1-9][0-9]*$')) then
-  return {'corrupt', clip(owner or '', 256), clip(gen or '', 24), clip(epoch or '', 24)}
+// luaScript is a Spot directory script, run by EVALSHA and, when the
+// server lacks it (NOSCRIPT: after a restart or a failover), by EVAL. Unlike
+// rueidis.Lua it can be pipelined with WAIT on one connection.
+type luaScript struct{ body, sha string }
+
+func newLuaScript(body string) *luaScript {
+	sum := sha1.Sum([]byte(body))
+	return &luaScript{body: body, sha: hex.EncodeToString(sum[:])}
+}
+
+func (s *luaScript) cmd(b rueidis.Builder, keys, args []string, eval bool) rueidis.Completed {
+	if eval {
+		return b.Eval().Script(s.body).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+	}
+	return b.Evalsha().Sha1(s.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+}
+
+// KEYS[1] lease, KEYS[2] tombstone. ARGV: 1 ttl ms. Returns 'ok', 'exists'
+// or 'fenced' (tombstoned).
+var spotLeaseCreateScript = newLuaScript(`
+if redis.call('EXISTS', KEYS[2]) == 1 then return 'fenced' end
+if redis.call('SET', KEYS[1], '1', 'NX', 'PX', ARGV[1]) then return 'ok' end
+return 'exists'
+`)
+
+// KEYS[1] lease, KEYS[2] tombstone. ARGV: 1 ttl ms. Returns 'ok', 'gone'
+// or 'fenced' (tombstoned). Never creates the lease.
+var spotLeaseRenewScript = newLuaScript(`
+if redis.call('EXISTS', KEYS[2]) == 1 then return 'fenced' end
+if redis.call('PEXPIRE', KEYS[1], ARGV[1]) == 1 then return 'ok' end
+return 'gone'
+`)
+
+// KEYS[1] lease (KEYS[2], the tombstone, is not touched). Returns 'ok'
+// (deleted) or 'gone'.
+var spotLeaseDeleteScript = newLuaScript(`
+if redis.call('DEL', KEYS[1]) == 1 then return 'ok' end
+return 'gone'
+`)
+
+// KEYS[1] lease, KEYS[2] tombstone. ARGV: 1 tombstone ttl ms. Returns
+// 'live', or 'gone' after making sure the tombstone lives at least ARGV[1]
+// ms (a longer-lived one, or one without expiry, is kept as it is).
+var spotLeaseCheckScript = newLuaScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return 'live' end
+local left = redis.call('PTTL', KEYS[2])
+if left == -2 or (left >= 0 and left < tonumber(ARGV[1])) then
+  redis.call('SET', KEYS[2], '1', 'PX', ARGV[1])
 end
-if owned then
-  if owner == ARGV[2] and gen == ARGV[3] then return {'ok', owner, gen, epoch} end
-  if redis.call('HGET', ARGV[1] .. owner, 'gen') == gen then
-    return {'owned', clip(owner, 256), clip(gen or '', 24), epoch}
+return 'gone'
+`)
+
+// luaSpotRecord reads a Spot record: status 'absent' (fields ”, ”, '0'),
+// 'ok' (owner, gen, epoch exactly as this package writes them: an epoch in
+// canonical decimal of at most 15 digits; with an owner of at most 256
+// bytes a canonical generation, without one an empty generation) or
+// 'corrupt' (anything else, fields clipped; a key that is not a hash has
+// three empty fields).
+const luaSpotRecord = luaClip + `
+local function spotrec(key)
+  if redis.call('EXISTS', key) == 0 then return 'absent', '', '', '0' end
+  local rec = redis.pcall('HMGET', key, 'owner', 'gen', 'epoch')
+  if rec.err then return 'corrupt', '', '', '' end
+  local owner, gen, epoch = rec[1] or '', rec[2] or '', rec[3] or ''
+  local ok = #epoch <= 15 and string.match(epoch, '^[1-9][0-9]*$') ~= nil
+  if owner == '' then
+    ok = ok and gen == ''
+  else
+    ok = ok and #owner <= 256 and #gen <= 20 and string.match(gen, '^[1-9][0-9]*$') ~= nil
   end
+  if not ok then return 'corrupt', clip(owner, 256), clip(gen, 24), clip(epoch, 24) end
+  return 'ok', owner, gen, epoch
 end
-local e = '1'
-if epoch then e = string.format('%.0f', tonumber(epoch) + 1) end
-redis.call('HSET', KEYS[1], 'owner', ARGV[2], 'gen', ARGV[3], 'epoch', e)
-return {'ok', ARGV[2], ARGV[3], e}
+`
+
+// KEYS[1] spot record. Returns {status, owner, gen, epoch} (luaSpotRecord).
+var spotRecordScript = rueidis.NewLuaScriptReadOnly(luaSpotRecord + `
+local st, owner, gen, epoch = spotrec(KEYS[1])
+return {st, owner, gen, epoch}
 `)
 
-// KEYS[1] spot record. ARGV: 1 node key prefix, 2 from rid, 3 from gen,
-// 4 from epoch, 5 to rid, 6 to gen. Returns {status, owner, gen, epoch};
-// status is ok, fenced or nolease.
-var transferScript = rueidis.NewLuaScript(`
-local rec = redis.call('HMGET', KEYS[1], 'owner', 'gen', 'epoch')
-if rec[1] ~= ARGV[2] or rec[2] ~= ARGV[3] or rec[3] ~= ARGV[4] then return {'fenced', '', '', ''} end
-if redis.call('HGET', ARGV[1] .. ARGV[2], 'gen') ~= ARGV[3] then return {'fenced', '', '', ''} end
-if redis.call('HGET', ARGV[1] .. ARGV[5], 'gen') ~= ARGV[6] then return {'nolease', '', '', ''} end
-local e = string.format('%.0f', tonumber(ARGV[4]) + 1)
-redis.call('HSET', KEYS[1], 'owner', ARGV[5], 'gen', ARGV[6], 'epoch', e)
-return {'ok', ARGV[5], ARGV[6], e}
-`)
-
-// KEYS[1] spot record. ARGV: 1 rid, 2 gen, 3 epoch. Keeps the epoch and
-// clears the owner. Returns 1 or 0.
-var releaseScript = rueidis.NewLuaScript(`
-local rec = redis.call('HMGET', KEYS[1], 'owner', 'gen', 'epoch')
-if rec[1] ~= ARGV[1] or rec[2] ~= ARGV[2] or rec[3] ~= ARGV[3] then return 0 end
-redis.call('HSET', KEYS[1], 'owner', '', 'gen', '')
-return 1
-`)
-
-// KEYS[1] spot record. ARGV: 1 node key prefix. Returns {owner, gen, epoch}
-// of a live owner (long values clipped; three empty strings when the
-// record is not a hash), or an empty array.
-var ownerScript = rueidis.NewLuaScriptReadOnly(luaClip + `
-local rec = redis.pcall('HMGET', KEYS[1], 'owner', 'gen', 'epoch')
-if rec.err then return {'', '', ''} end
-if not rec[1] or rec[1] == '' then return {} end
-local live = redis.pcall('HGET', ARGV[1] .. rec[1], 'gen')
-if type(live) == 'table' or live ~= rec[2] then return {} end
-return {clip(rec[1], 256), clip(rec[2] or '', 24), clip(rec[3] or '', 24)}
+// KEYS[1] spot record. ARGV: 1-3 expected owner, gen, epoch (an absent
+// record is ”, ”, '0'; one without owner has gen ”), 4-6 the record to
+// write. Claim, release (owner and gen ”, epoch kept) and transfer are this
+// one compare-and-set. Returns {'done', written fields} or, writing nothing,
+// {'fenced', current fields} or {'corrupt', clipped fields}.
+var spotCASScript = newLuaScript(luaSpotRecord + `
+local st, owner, gen, epoch = spotrec(KEYS[1])
+if st == 'corrupt' then return {st, owner, gen, epoch} end
+if owner ~= ARGV[1] or gen ~= ARGV[2] or epoch ~= ARGV[3] then return {'fenced', owner, gen, epoch} end
+redis.call('HSET', KEYS[1], 'owner', ARGV[4], 'gen', ARGV[5], 'epoch', ARGV[6])
+return {'done', ARGV[4], ARGV[5], ARGV[6]}
 `)

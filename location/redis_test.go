@@ -125,8 +125,9 @@ func testSurvivesRestart(t *testing.T, srv *locationtest.RedisServer) {
 	})
 	locationtest.NextEvent(t, events, location.Event{Kind: location.EventPut, Mesh: "m", RID: "b"}, nil)
 	// Scripts are reloaded transparently (NOSCRIPT → EVAL).
-	o, err := s.Claim(ctx, location.Ownership{Kind: "k", ID: "1", Mesh: "m", OwnerRID: "b", OwnerGeneration: 2})
-	if err != nil || o.Epoch != 1 {
+	sp := location.Ownership{Kind: "k", ID: "1", Mesh: "m"}
+	next := location.Ownership{Kind: "k", ID: "1", Mesh: "m", OwnerRID: "b", OwnerGeneration: 2, Epoch: 1}
+	if o, err := s.ClaimSpot(ctx, sp, next); err != nil || o != next {
 		t.Fatalf("claim after restart: %+v %v", o, err)
 	}
 	// A push after the restart reaches the resubscribed watch.

@@ -17,9 +17,15 @@ import (
 // DefaultRedisConfig.
 type RedisConfig struct {
 	// Addr is host:port of a standalone Redis or any Redis Cluster node.
-	// Required.
+	// Required. NewRedis detects a Cluster by itself (CLUSTER SLOTS) and
+	// then discovers every node from the one it reached.
 	Addr string
-	// DB is the database number (standalone only). Default 0.
+	// Addrs are more nodes of the same Redis Cluster (host:port each),
+	// tried at start when Addr does not answer. With Addrs set NewRedis
+	// requires a Cluster. Default none.
+	Addrs []string
+	// DB is the database number (standalone only; a Cluster has only 0).
+	// Default 0.
 	DB int
 	// Username and Password authenticate with AUTH when set (Redis 6+
 	// ACL user, or Password alone for requirepass).
@@ -42,10 +48,59 @@ type RedisConfig struct {
 	// OpTimeout bounds each operation whose ctx has no deadline, so no call
 	// hangs while Redis is unreachable. Default 5s.
 	OpTimeout time.Duration
+	// ReplicaAcks says which Spot directory writes wait for a replica's
+	// acknowledgement (WAIT 1 right after the write, on the same
+	// connection) and fail with ErrUnconfirmed when none comes within
+	// ReplicaTimeout. Default ReplicaAcksAuto.
+	ReplicaAcks ReplicaAcks
+	// ReplicaTimeout bounds each WAIT (further bounded by the call's
+	// deadline). At most OpTimeout. Default 1s.
+	ReplicaTimeout time.Duration
+	// ReplicaRefresh is how often ReplicaAcksAuto re-reads which masters
+	// have replicas (INFO replication; on a Cluster CLUSTER SLOTS too).
+	// Default 5s.
+	ReplicaRefresh time.Duration
 	// Logger receives a warning the first time a corrupted record is
 	// skipped or refused under a given key (later ones of that key at
 	// debug level). Default: the zero Logger, which logs nothing.
 	Logger zerolog.Logger
+}
+
+// ReplicaAcks selects the Spot directory writes that wait for a replica
+// (RedisConfig.ReplicaAcks).
+type ReplicaAcks uint8
+
+const (
+	// ReplicaAcksAuto (the zero value): writes to a master that has had a
+	// connected replica wait for one. NewRedis reads INFO replication of
+	// every master (the standalone server, or each Cluster master found by
+	// CLUSTER SLOTS) and again every ReplicaRefresh. A master seen with a
+	// replica keeps waiting for the life of the store, also once its
+	// replicas are disconnected (that is when waiting matters), so its
+	// writes fail with ErrUnconfirmed until a replica is back. A master
+	// never seen with a replica, e.g. a standalone server without any,
+	// pays nothing. If the check fails (an ACL without INFO), nothing is
+	// learnt and a warning is logged: set Always or Never then.
+	ReplicaAcksAuto ReplicaAcks = iota
+	// ReplicaAcksAlways: every write waits, on every master. Without any
+	// replica every write fails with ErrUnconfirmed.
+	ReplicaAcksAlways
+	// ReplicaAcksNever: no write waits (no replicas, or an accepted risk
+	// of losing acknowledged writes in a failover).
+	ReplicaAcksNever
+)
+
+func (a ReplicaAcks) String() string {
+	switch a {
+	case ReplicaAcksAuto:
+		return "auto"
+	case ReplicaAcksAlways:
+		return "always"
+	case ReplicaAcksNever:
+		return "never"
+	default:
+		return fmt.Sprintf("ReplicaAcks(%d)", uint8(a))
+	}
 }
 
 // DefaultRedisConfig returns the defaults (Addr is left empty).
@@ -55,6 +110,10 @@ func DefaultRedisConfig() RedisConfig {
 		PollInterval: DefaultPollInterval,
 		DialTimeout:  5 * time.Second,
 		OpTimeout:    5 * time.Second,
+
+		ReplicaAcks:    ReplicaAcksAuto,
+		ReplicaTimeout: time.Second,
+		ReplicaRefresh: 5 * time.Second,
 	}
 }
 
@@ -72,12 +131,23 @@ func (c RedisConfig) withDefaults() RedisConfig {
 	if c.OpTimeout == 0 {
 		c.OpTimeout = d.OpTimeout
 	}
+	if c.ReplicaTimeout == 0 {
+		c.ReplicaTimeout = min(d.ReplicaTimeout, c.OpTimeout)
+	}
+	if c.ReplicaRefresh == 0 {
+		c.ReplicaRefresh = d.ReplicaRefresh
+	}
 	return c
 }
 
 func (c RedisConfig) validate() error {
-	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
-		return invalidf("redis addr %q: %v", c.Addr, err)
+	for _, a := range append([]string{c.Addr}, c.Addrs...) {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return invalidf("redis addr %q: %v", a, err)
+		}
+	}
+	if len(c.Addrs) > 0 && c.DB != 0 {
+		return invalidf("redis db %d with several cluster addresses: a Cluster has only db 0", c.DB)
 	}
 	if c.DB < 0 {
 		return invalidf("redis db %d", c.DB)
@@ -85,8 +155,14 @@ func (c RedisConfig) validate() error {
 	if strings.ContainsAny(c.Prefix, "{}") {
 		return invalidf("redis key prefix %q contains a hash-tag brace", c.Prefix)
 	}
-	if c.PollInterval < 0 || c.DialTimeout < 0 || c.OpTimeout < 0 {
+	if c.PollInterval < 0 || c.DialTimeout < 0 || c.OpTimeout < 0 || c.ReplicaTimeout < 0 || c.ReplicaRefresh < 0 {
 		return invalidf("negative redis timeout")
+	}
+	if c.ReplicaAcks > ReplicaAcksNever {
+		return invalidf("redis replica acks %v", c.ReplicaAcks)
+	}
+	if c.ReplicaTimeout > c.OpTimeout || (c.ReplicaTimeout > 0 && c.ReplicaTimeout < time.Millisecond) {
+		return invalidf("redis replica timeout %v outside 1ms..OpTimeout (%v)", c.ReplicaTimeout, c.OpTimeout)
 	}
 	if c.TLS != nil && c.TLS.InsecureSkipVerify && c.TLS.VerifyConnection == nil && c.TLS.VerifyPeerCertificate == nil {
 		return invalidf("redis TLS: InsecureSkipVerify without a verification callback; give the server's CA instead")
@@ -96,19 +172,23 @@ func (c RedisConfig) validate() error {
 
 // ParseRedisURL parses a Location Store URL:
 //
-//	redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]
-//	rediss://[[USER]:PASSWORD@]HOST[:PORT][/DB][?ca=FILE][&cert=FILE&key=FILE][&servername=NAME]
+//	redis://[[USER]:PASSWORD@]HOST[:PORT][/DB][?addr=HOST:PORT...]
+//	rediss://[[USER]:PASSWORD@]HOST[:PORT][/DB][?ca=FILE][&cert=FILE&key=FILE][&servername=NAME][&addr=HOST:PORT...]
 //
 // The port defaults to 6379 and DB to 0; the other fields take their
-// defaults. rediss:// connects over TLS (TLS 1.2 or later) and verifies the
+// defaults. HOST may be a standalone server or any node of a Redis Cluster
+// (detected when connecting). Each addr parameter (repeatable) names
+// another node of the same Cluster, tried when HOST does not answer at
+// start (RedisConfig.Addrs); with addr the URL must name a Cluster and DB
+// must be 0. rediss:// connects over TLS (TLS 1.2 or later) and verifies the
 // server certificate against the PEM CA bundle in ca, or against the
 // system roots when ca is absent; cert and key (PEM, both or neither) are
 // the client certificate for servers with tls-auth-clients; servername
 // overrides the name verified in the server certificate (default HOST).
 // The files are read here, so an unreadable file is an error now rather
-// than at connect time. Any other query parameter, a query on redis://, a
-// fragment or an opaque part is refused with ErrInvalid; there is no
-// option to skip verification.
+// than at connect time. Any other query parameter, a TLS parameter on
+// redis://, a fragment or an opaque part is refused with ErrInvalid; there
+// is no option to skip verification.
 func ParseRedisURL(u string) (RedisConfig, error) {
 	cfg := DefaultRedisConfig()
 	pu, err := url.Parse(u)
@@ -125,8 +205,17 @@ func ParseRedisURL(u string) (RedisConfig, error) {
 	if pu.Host == "" || pu.Hostname() == "" {
 		return RedisConfig{}, invalidf("redis url %q: missing host", redactURL(pu))
 	}
-	if pu.Fragment != "" || pu.Opaque != "" || (pu.Scheme == "redis" && pu.RawQuery != "") {
-		return RedisConfig{}, invalidf("redis url %q: unsupported query, fragment or opaque part", redactURL(pu))
+	if pu.Fragment != "" || pu.Opaque != "" {
+		return RedisConfig{}, invalidf("redis url %q: unsupported fragment or opaque part", redactURL(pu))
+	}
+	q, err := url.ParseQuery(pu.RawQuery)
+	if err != nil {
+		return RedisConfig{}, invalidf("redis url %q: query: %v", redactURL(pu), err)
+	}
+	cfg.Addrs = q[clusterParamAddr]
+	delete(q, clusterParamAddr)
+	if pu.Scheme == "redis" && len(q) > 0 {
+		return RedisConfig{}, invalidf("redis url %q: unsupported query parameter (known: addr; TLS ones need rediss://)", redactURL(pu))
 	}
 	port := pu.Port()
 	if port == "" {
@@ -147,10 +236,6 @@ func ParseRedisURL(u string) (RedisConfig, error) {
 		cfg.DB = db
 	}
 	if pu.Scheme == "rediss" {
-		q, err := url.ParseQuery(pu.RawQuery)
-		if err != nil {
-			return RedisConfig{}, invalidf("redis url %q: query: %v", redactURL(pu), err)
-		}
 		files, err := tlsFilesFromQuery(q)
 		if err != nil {
 			return RedisConfig{}, fmt.Errorf("redis url %q: %w", redactURL(pu), err)
@@ -164,6 +249,9 @@ func ParseRedisURL(u string) (RedisConfig, error) {
 	}
 	return cfg, nil
 }
+
+// clusterParamAddr is the query parameter naming another Cluster node.
+const clusterParamAddr = "addr"
 
 // redactURL hides the password of a URL for error messages.
 func redactURL(u *url.URL) string { return u.Redacted() }

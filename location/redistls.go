@@ -41,7 +41,7 @@ func tlsFilesFromQuery(q url.Values) (tlsFiles, error) {
 		case tlsParamServerName:
 			f.serverName = vals[0]
 		default:
-			return tlsFiles{}, invalidf("unknown parameter %.64q (known: ca, cert, key, servername)", name)
+			return tlsFiles{}, invalidf("unknown parameter %.64q (known: ca, cert, key, servername, addr)", name)
 		}
 	}
 	if (f.certFile == "") != (f.keyFile == "") {

@@ -9,6 +9,10 @@ import (
 // by many goroutines. Every method may block on I/O (Redis) and honours ctx;
 // none blocks forever when ctx has a deadline.
 type Store interface {
+	// SpotDirectory holds the Spot ownership records and the Spot leases
+	// of node lifecycles (see spotdir.go).
+	SpotDirectory
+
 	// PutDescriptor writes d under a TTL lease. Writing again renews the
 	// lease. Rejects generation 0, revision 0, empty names and an unset
 	// ObjectRole with ErrInvalid; rejects a revision lower than the stored
@@ -40,27 +44,6 @@ type Store interface {
 	// DeletePublisher removes (channel, rid) if the stored generation is
 	// gen; ErrNotFound otherwise.
 	DeletePublisher(ctx context.Context, channel, rid string, gen uint64) error
-
-	// Claim takes ownership of the Spot (o.Mesh, o.Kind, o.ID) for
-	// (o.OwnerRID, o.OwnerGeneration); o.Epoch is ignored. The claimer's
-	// descriptor must be live (else ErrNoLease). Succeeds with Epoch =
-	// previous epoch + 1 (or 1) when nobody owns the Spot or the recorded
-	// owner's descriptor with that generation is gone. A re-claim by the
-	// current owner returns the record unchanged. If another live owner
-	// holds it, returns the current record and an *OwnedError (ErrOwned).
-	Claim(ctx context.Context, o Ownership) (Ownership, error)
-	// Transfer moves ownership to (toRID, toGen) only if the record still
-	// equals from (owner, generation, epoch) and from's descriptor is live;
-	// else ErrFenced. The target's descriptor must be live (else
-	// ErrNoLease). The new record has Epoch = from.Epoch + 1.
-	Transfer(ctx context.Context, from Ownership, toRID string, toGen uint64) (Ownership, error)
-	// Release gives up ownership only if the record still equals o (epoch
-	// included); else ErrFenced. The epoch is kept so the next Claim gets a
-	// higher one.
-	Release(ctx context.Context, o Ownership) error
-	// Owner returns the current ownership record; ErrNotFound if none or
-	// the owner's descriptor is gone.
-	Owner(ctx context.Context, mesh, kind, id string) (Ownership, error)
 
 	// Close releases resources, ends every Watch and waits for the
 	// store's goroutines. Idempotent. Later calls return ErrClosed.

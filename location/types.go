@@ -131,21 +131,30 @@ func (p Publisher) validate() error {
 	return nil
 }
 
-// Ownership is a Spot ownership record. It is valid only while
-// the owner's descriptor (same Mesh, OwnerRID and OwnerGeneration) lives.
+// Ownership is a Spot ownership record. It is valid only while the
+// owner's Spot lease (Mesh, OwnerRID, OwnerGeneration) lives; the Spot
+// directory stores it without looking at the lease (see SpotDirectory).
 // Epoch is the fencing token: it increases on every change of owner and
-// never goes back, also across Release.
+// never goes back, also across a release. A record without an owner (a
+// Spot never claimed, or released) has an empty OwnerRID and
+// OwnerGeneration 0; its Epoch is 0 if never claimed, else the last one.
 type Ownership struct {
 	Kind            string // Spot kind; must not contain ':'
 	ID              string // Spot global ID
-	Mesh            string
+	Mesh            string // must not contain ':' (nor '{', '}')
 	OwnerRID        string
 	OwnerGeneration uint64
 	Epoch           uint64
 }
 
+// Owned reports whether the record names an owner.
+func (o Ownership) Owned() bool { return o.OwnerRID != "" }
+
+// validateSpot checks the Spot's name. A mesh name with ':' is refused
+// here (and only here): it would make the key of (mesh "a:b", kind "c")
+// the key of (mesh "a", kind "b", ID "c:...").
 func (o Ownership) validateSpot() error {
-	if err := validMesh(o.Mesh); err != nil {
+	if err := validSpotMesh(o.Mesh); err != nil {
 		return err
 	}
 	if o.Kind == "" || len(o.Kind) > maxNameLen || strings.Contains(o.Kind, ":") {
@@ -157,12 +166,36 @@ func (o Ownership) validateSpot() error {
 	return nil
 }
 
+// validateOwner checks the Spot's name, an owner and an epoch in
+// 1..maxEpoch.
 func (o Ownership) validateOwner() error {
 	if err := o.validateSpot(); err != nil {
 		return err
 	}
-	if o.OwnerRID == "" || len(o.OwnerRID) > maxNameLen || o.OwnerGeneration == 0 {
-		return invalidf("spot %s/%s: owner %.64q generation %d", o.Kind, o.ID, o.OwnerRID, o.OwnerGeneration)
+	if err := validHolder(o.OwnerRID, o.OwnerGeneration); err != nil {
+		return fmt.Errorf("spot %s/%s: %w", o.Kind, o.ID, err)
+	}
+	if o.Epoch == 0 || o.Epoch > maxEpoch {
+		return invalidf("spot %s/%s: epoch %d outside 1..%d", o.Kind, o.ID, o.Epoch, uint64(maxEpoch))
+	}
+	return nil
+}
+
+// validHolder checks an owner: a RID of 1..maxNameLen bytes and a non-zero
+// generation.
+func validHolder(rid string, gen uint64) error {
+	if rid == "" || len(rid) > maxNameLen || gen == 0 {
+		return invalidf("owner %.64q generation %d", rid, gen)
+	}
+	return nil
+}
+
+func validSpotMesh(mesh string) error {
+	if err := validMesh(mesh); err != nil {
+		return err
+	}
+	if strings.Contains(mesh, ":") {
+		return invalidf("mesh name %.64q: a mesh with Spots must not contain ':'", mesh)
 	}
 	return nil
 }

@@ -1,0 +1,246 @@
+package location
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// CreateSpotLease implements SpotDirectory.
+func (r *Redis) CreateSpotLease(ctx context.Context, l SpotLease, ttl time.Duration) error {
+	if err := l.validate(); err != nil {
+		return err
+	}
+	if err := validTTL(ttl); err != nil {
+		return err
+	}
+	st, err := r.leaseOp(ctx, "create spot lease", spotLeaseCreateScript, l, ttl, "ok")
+	switch {
+	case err != nil:
+		return err
+	case st == "ok":
+		return nil
+	case st == "exists":
+		return fmt.Errorf("%w: spot lease %s/%s generation %d", ErrExists, l.Mesh, l.RID, l.Generation)
+	case st == "fenced":
+		return leaseTombstoned(l)
+	}
+	return fmt.Errorf("zlink: redis create spot lease: reply %.32q", st)
+}
+
+// RenewSpotLease implements SpotDirectory.
+func (r *Redis) RenewSpotLease(ctx context.Context, l SpotLease, ttl time.Duration) error {
+	if err := l.validate(); err != nil {
+		return err
+	}
+	if err := validTTL(ttl); err != nil {
+		return err
+	}
+	st, err := r.leaseOp(ctx, "renew spot lease", spotLeaseRenewScript, l, ttl, "ok")
+	switch {
+	case err != nil:
+		return err
+	case st == "ok":
+		return nil
+	case st == "gone":
+		return fmt.Errorf("%w: spot lease %s/%s generation %d", ErrNotFound, l.Mesh, l.RID, l.Generation)
+	case st == "fenced":
+		return leaseTombstoned(l)
+	}
+	return fmt.Errorf("zlink: redis renew spot lease: reply %.32q", st)
+}
+
+// DeleteSpotLease implements SpotDirectory.
+func (r *Redis) DeleteSpotLease(ctx context.Context, l SpotLease) error {
+	if err := l.validate(); err != nil {
+		return err
+	}
+	st, err := r.leaseOp(ctx, "delete spot lease", spotLeaseDeleteScript, l, 0, "ok")
+	switch {
+	case err != nil:
+		return err
+	case st == "ok":
+		return nil
+	case st == "gone":
+		return fmt.Errorf("%w: spot lease %s/%s generation %d", ErrNotFound, l.Mesh, l.RID, l.Generation)
+	}
+	return fmt.Errorf("zlink: redis delete spot lease: reply %.32q", st)
+}
+
+// CheckSpotLease implements SpotDirectory.
+func (r *Redis) CheckSpotLease(ctx context.Context, l SpotLease, tombTTL time.Duration) (bool, error) {
+	if err := l.validate(); err != nil {
+		return false, err
+	}
+	if err := validTTL(tombTTL); err != nil {
+		return false, err
+	}
+	st, err := r.leaseOp(ctx, "check spot lease", spotLeaseCheckScript, l, tombTTL, "gone")
+	switch {
+	case err != nil:
+		return false, err
+	case st == "live":
+		return true, nil
+	case st == "gone":
+		return false, nil
+	}
+	return false, fmt.Errorf("zlink: redis check spot lease: reply %.32q", st)
+}
+
+// leaseOp runs a lease script on (lease, tombstone) with ttl as its
+// argument and returns its status reply. When the status is wrote, the
+// script wrote and its confirmation applies: err then matches
+// ErrUnconfirmed if no replica confirmed it.
+func (r *Redis) leaseOp(ctx context.Context, what string, s *luaScript, l SpotLease, ttl time.Duration, wrote string) (string, error) {
+	if err := r.check(); err != nil {
+		return "", err
+	}
+	ctx, cancel := r.opCtx(ctx)
+	defer cancel()
+	lease, tomb := r.spotLeaseKeys(l)
+	res, confirm := r.spotExec(ctx, s, []string{lease, tomb}, []string{ttlMillis(ttl)})
+	st, err := res.ToString()
+	if err != nil {
+		return "", r.wrap(what, err)
+	}
+	if st == wrote && confirm != nil {
+		return st, r.unconfirmed(fmt.Sprintf("%s %s/%.64s generation %d", what, l.Mesh, l.RID, l.Generation), confirm)
+	}
+	return st, nil
+}
+
+func leaseTombstoned(l SpotLease) error {
+	return fmt.Errorf("%w: spot lease %s/%s generation %d is tombstoned", ErrFenced, l.Mesh, l.RID, l.Generation)
+}
+
+// SpotRecord implements SpotDirectory. It reads from the master.
+func (r *Redis) SpotRecord(ctx context.Context, mesh, kind, id string) (Ownership, error) {
+	spot := Ownership{Mesh: mesh, Kind: kind, ID: id}
+	if err := spot.validateSpot(); err != nil {
+		return Ownership{}, err
+	}
+	if err := r.check(); err != nil {
+		return Ownership{}, err
+	}
+	ctx, cancel := r.opCtx(ctx)
+	defer cancel()
+	reply, err := spotRecordScript.Exec(ctx, r.client, []string{r.spotKey(mesh, kind, id)}, nil).AsStrSlice()
+	if err != nil {
+		return Ownership{}, r.wrap("read spot record", err)
+	}
+	_, cur, err := r.spotReply(spot, reply)
+	return cur, err
+}
+
+// ClaimSpot implements SpotDirectory.
+func (r *Redis) ClaimSpot(ctx context.Context, expect, next Ownership) (Ownership, error) {
+	if err := validClaim(expect, next); err != nil {
+		return Ownership{}, err
+	}
+	st, cur, err := r.spotCAS(ctx, "claim spot", expect, next)
+	switch {
+	case err != nil:
+		return Ownership{}, err
+	case st == "done":
+		return cur, nil
+	case st == "fenced":
+		return cur, fenced(cur, expect)
+	}
+	return Ownership{}, fmt.Errorf("zlink: redis claim spot: reply %.32q", st)
+}
+
+// ReleaseSpot implements SpotDirectory.
+func (r *Redis) ReleaseSpot(ctx context.Context, o Ownership) error {
+	if err := o.validateOwner(); err != nil {
+		return err
+	}
+	released := Ownership{Kind: o.Kind, ID: o.ID, Mesh: o.Mesh, Epoch: o.Epoch}
+	st, cur, err := r.spotCAS(ctx, "release spot", o, released)
+	switch {
+	case errors.Is(err, ErrCorrupt):
+		return fmt.Errorf("%w: %w", ErrFenced, err)
+	case err != nil:
+		return err
+	case st == "done":
+		return nil
+	case st == "fenced":
+		return fenced(cur, o)
+	}
+	return fmt.Errorf("zlink: redis release spot: reply %.32q", st)
+}
+
+// TransferSpot implements SpotDirectory.
+func (r *Redis) TransferSpot(ctx context.Context, from Ownership, toRID string, toGen uint64) (Ownership, error) {
+	if err := validTransfer(from, toRID, toGen); err != nil {
+		return Ownership{}, err
+	}
+	next := from
+	next.OwnerRID, next.OwnerGeneration, next.Epoch = toRID, toGen, from.Epoch+1
+	st, cur, err := r.spotCAS(ctx, "transfer spot", from, next)
+	switch {
+	case errors.Is(err, ErrCorrupt):
+		return Ownership{}, fmt.Errorf("%w: %w", ErrFenced, err)
+	case err != nil:
+		return Ownership{}, err
+	case st == "done":
+		return cur, nil
+	case st == "fenced":
+		return cur, fenced(cur, from)
+	}
+	return Ownership{}, fmt.Errorf("zlink: redis transfer spot: reply %.32q", st)
+}
+
+// spotCAS runs the compare-and-set script from expect to next (same Spot)
+// and returns its status ("done" or "fenced") with the written or current
+// record. A corrupt record is reported and returned as ErrCorrupt; a write
+// no replica confirmed as ErrUnconfirmed.
+func (r *Redis) spotCAS(ctx context.Context, what string, expect, next Ownership) (string, Ownership, error) {
+	if err := r.check(); err != nil {
+		return "", Ownership{}, err
+	}
+	ctx, cancel := r.opCtx(ctx)
+	defer cancel()
+	res, confirm := r.spotExec(ctx, spotCASScript, []string{r.spotKey(next.Mesh, next.Kind, next.ID)}, []string{
+		expect.OwnerRID, genField(expect.OwnerGeneration), u64(expect.Epoch),
+		next.OwnerRID, genField(next.OwnerGeneration), u64(next.Epoch),
+	})
+	reply, err := res.AsStrSlice()
+	if err != nil {
+		return "", Ownership{}, r.wrap(what, err)
+	}
+	st, cur, err := r.spotReply(next, reply)
+	if err != nil {
+		return "", Ownership{}, err
+	}
+	if st == "done" && confirm != nil {
+		return "", Ownership{}, r.unconfirmed(fmt.Sprintf("%s %s/%s in mesh %q (%s)", what, next.Kind, next.ID, next.Mesh, holderString(next)), confirm)
+	}
+	return st, cur, nil
+}
+
+// genField is the stored form of an owner generation: "" for no owner.
+func genField(gen uint64) string {
+	if gen == 0 {
+		return ""
+	}
+	return u64(gen)
+}
+
+// spotReply parses a {status, owner, gen, epoch} reply of the Spot record
+// scripts. A record the script or parseSpotRecord finds corrupt is
+// reported and returned as ErrCorrupt.
+func (r *Redis) spotReply(spot Ownership, reply []string) (string, Ownership, error) {
+	if len(reply) != 4 {
+		return "", Ownership{}, fmt.Errorf("zlink: redis spot record script: reply of %d fields", len(reply))
+	}
+	cur, err := parseSpotRecord(spot, reply[1:])
+	if err == nil && reply[0] == "corrupt" {
+		err = corruptf("spot record %s/%s: owner %.64q generation %.24q epoch %.24q", spot.Kind, spot.ID, reply[1], reply[2], reply[3])
+	}
+	if err != nil {
+		r.corrupt.report(r.cfg.Logger, r.spotKey(spot.Mesh, spot.Kind, spot.ID), err)
+		return "", Ownership{}, err
+	}
+	return reply[0], cur, nil
+}
