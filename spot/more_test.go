@@ -1,0 +1,145 @@
+package spot_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/zlink-go/zlink/location"
+	"github.com/zlink-go/zlink/routemesh"
+	"github.com/zlink-go/zlink/spot"
+)
+
+// Placement picks where to claim; the record decides who owns: a Spot
+// stays with its live owner when a new Object Server joins, even where
+// placement would now pick the newcomer.
+func TestSpot_LiveOwnerKeepsItsSpots(t *testing.T) {
+	store := location.NewMemory()
+	c := newCluster(t, store, 0)
+	ctx := ctxT(t, 30*time.Second)
+	owners := map[string]string{}
+	for i := range 200 {
+		id := fmt.Sprintf("k-%d", i)
+		_, res, err := callAdd(ctx, c.client, id, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		owners[id] = res.Owner
+	}
+	_, newcomer := startNode(t, store, "os-new", nodeOpts{role: routemesh.ObjectServer, weight: 10000,
+		kinds: []spot.Registration{counterKind(c.led, 0)}})
+	waitSpots(t, append(c.servers, newcomer, c.client)...)
+	waitFor(t, "the client places on the newcomer", 5*time.Second, func() bool {
+		_, res, err := callAdd(ctx, c.client, fmt.Sprintf("fresh-%d", time.Now().UnixNano()), 1)
+		return err == nil && res.Owner == newcomer.RID()
+	})
+	for id, was := range owners {
+		v, res, err := callAdd(ctx, c.client, id, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Owner != was || v != 2 {
+			t.Fatalf("%s: owner %s value %d, want %s and 2 (a live owner keeps its Spot)", id, res.Owner, v, was)
+		}
+	}
+}
+
+// A caller that reaches the mesh through one Object Server: that node
+// routes the call.
+func TestSpot_CallViaRoutes(t *testing.T) {
+	c := newCluster(t, location.NewMemory(), 0)
+	ctx := ctxT(t, 20*time.Second)
+	b, _ := addP.EncodeRequest(add{N: 3})
+	for i := range 20 {
+		id := fmt.Sprintf("via-%d", i)
+		out, res, err := spot.CallVia(ctx, c.client, c.servers[0].RID(), "counter", id, addP.Name(), b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, _ := addP.DecodeReply(out); v != 3 {
+			t.Fatalf("%s: %d", id, v)
+		}
+		_, direct, err := callAdd(ctx, c.client, id, 0)
+		if err != nil || direct.Owner != res.Owner || direct.Epoch != res.Epoch {
+			t.Fatalf("%s: routed answer from %s@%d, direct from %s@%d (%v)", id, res.Owner, res.Epoch, direct.Owner, direct.Epoch, err)
+		}
+	}
+	// An Object Client does not route.
+	_, _, err := spot.CallVia(ctx, c.servers[0], c.client.RID(), "counter", "x", addP.Name(), b)
+	if !errors.Is(err, spot.ErrNoTarget) {
+		t.Fatalf("via an Object Client: %v, want ErrNoTarget", err)
+	}
+}
+
+// R1: a refused lease renewal fences every Spot of that generation; the
+// node starts a new generation and its Spots come back with a higher
+// epoch.
+func TestSpot_RefusedLeaseFencesAndStartsNewGeneration(t *testing.T) {
+	store := location.NewMemory()
+	c := newCluster(t, store, 0)
+	ctx := ctxT(t, 30*time.Second)
+	victim := c.servers[1]
+	var ids []string
+	epochs := map[string]uint64{}
+	for i := 0; len(ids) < 5 && i < 500; i++ {
+		id := fmt.Sprintf("f-%d", i)
+		_, res, err := callAdd(ctx, c.client, id, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Owner == victim.RID() {
+			ids = append(ids, id)
+			epochs[id] = res.Epoch
+		}
+	}
+	before, _ := spot.StatsOf(victim)
+	if err := store.DeleteSpotLease(ctx, location.SpotLease{Mesh: mesh, RID: victim.RID(), Generation: before.LeaseGeneration}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "fencing and a new lease generation", 5*time.Second, func() bool {
+		st, _ := spot.StatsOf(victim)
+		return st.Fenced >= uint64(len(ids)) && st.LeaseGeneration != before.LeaseGeneration && st.LeaseValid
+	})
+	for _, id := range ids {
+		_, res, err := callAdd(ctx, c.client, id, 1)
+		if err != nil {
+			t.Fatalf("%s after fencing: %v", id, err)
+		}
+		if res.Epoch <= epochs[id] {
+			t.Fatalf("%s: epoch %d after fencing, was %d", id, res.Epoch, epochs[id])
+		}
+	}
+}
+
+// Stop fences, releases every record (the epoch is kept), then deletes the
+// lease: the next call activates elsewhere at once with a higher epoch.
+func TestSpot_StopReleasesRecords(t *testing.T) {
+	store := location.NewMemory()
+	led := newLedger()
+	h0, s0 := startNode(t, store, "os0", nodeOpts{role: routemesh.ObjectServer, kinds: []spot.Registration{counterKind(led, 0)}})
+	_, s1 := startNode(t, store, "os1", nodeOpts{role: routemesh.ObjectServer, weight: 1, kinds: []spot.Registration{counterKind(led, 0)}})
+	waitSpots(t, s0, s1)
+	ctx := ctxT(t, 20*time.Second)
+	_, res, err := callAdd(ctx, s1, "st", 1)
+	if err != nil || res.Owner != s0.RID() {
+		t.Fatalf("first call: %+v %v (weight 100 vs 1 should place on %s)", res, err, s0.RID())
+	}
+	stop(t, h0)
+	rec, err := store.SpotRecord(ctx, mesh, "counter", "st")
+	if err != nil || rec.OwnerRID != "" || rec.Epoch != res.Epoch {
+		t.Fatalf("record after stop: %+v %v; want no owner, epoch %d", rec, err, res.Epoch)
+	}
+	waitFor(t, "the stopped node gone from placement", 5*time.Second, func() bool {
+		ready, _ := s1.PeerReady(s0.RID())
+		return !ready
+	})
+	start := time.Now()
+	_, res2, err := callAdd(ctx, s1, "st", 1)
+	if err != nil || res2.Owner != s1.RID() || res2.Epoch <= res.Epoch {
+		t.Fatalf("after stop: %+v %v", res2, err)
+	}
+	if d := time.Since(start); d > fastSpots.LeaseTTL {
+		t.Fatalf("the call after a clean stop took %v: it waited for a lease", d)
+	}
+}
