@@ -91,11 +91,7 @@ func newRuntime(n *routemesh.Node, cfg Config, regs []*kindReg) (*runtime, error
 	}
 	rt := &runtime{n: n, cfg: cfg, store: n.Store(), role: n.ObjectRole(), kinds: map[string]*kindState{},
 		cache: newOwnerCache(cfg.CacheSize)}
-	dir, ok := n.Store().(location.SpotDirectory)
-	if !ok {
-		return nil, fmt.Errorf("%w: the Location Store %T keeps no Spot directory", ErrConfig, n.Store())
-	}
-	rt.dir = dir
+	rt.dir = n.Store()
 	rt.log = n.Logger().With().Str("component", "spots").Logger()
 	rt.lease.cfg = cfg.fence()
 	for _, reg := range regs {
