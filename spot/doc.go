@@ -1,9 +1,18 @@
-// Package spot will own Spots: virtual actors addressed by (kind, ID) and
-// never by node. A caller sends to or requests a Spot; the mesh
-// places it on one ready, non-draining Object Server, activates it on first
-// call, keeps a single activation through the ownership record in the
-// Location Store, and relocates it on drain or explicit move.
+// Package spot owns Spots: virtual actors addressed by (kind, ID) and
+// never by node. A kind is registered on the Object Servers of a mesh with
+// a state constructor and typed handlers (NewKind, On, OnSend); callers use
+// Call and Send. The runtime places an unowned Spot on a ready,
+// non-draining Object Server (spot/internal/placement), claims it through
+// the ownership record in the Location Store under the fencing rules of
+// internal/fence, activates it as a supervised actor with a bounded
+// mailbox, redirects callers that reach a non-owner, deactivates idle
+// Spots, and releases records on drain and stop.
 //
-// Not built yet. Placement (which Object Server should own a Spot) lives in
-// spot/internal/placement, a pure function of the member set with no I/O.
+// It attaches to a MeshNode as a routemesh.Extension (Enable) and talks to
+// other nodes through Node-direct requests of one packet name. It owns the
+// Spot actors, the ownership lease of its node, the caller cache and the
+// Spot wire payloads; it must not touch RouteMesh internals (it uses the
+// Node's public and extension API) or the store's keys (it uses the
+// location.SpotDirectory API). docs/spots.md states the model, the
+// guarantee and the rules.
 package spot
