@@ -59,8 +59,9 @@ func (b *MeshBuilder) Extend(name string, f ExtensionFactory) *MeshBuilder {
 }
 
 // HandleDirectDeferred registers a Node-direct request handler that
-// answers later: h must return quickly (it runs on the direct owner's
-// handler slots) and end the Request exactly once, from any goroutine,
+// answers later: h runs on the direct owner's actor, in arrival order, so
+// it must return at once without blocking (hand the request on) and end
+// the Request exactly once later, from any goroutine,
 // with Reply or Fail. Until then the request counts as the node's work
 // (Drain and Stop wait for it). Meant for extensions (their handlers are
 // allowed on every object role); the packet name must not collide with

@@ -36,6 +36,12 @@ func (o *ownerActor) Receive(c actor.Context) {
 	if !ok {
 		return
 	}
+	if h := o.deferred[m.env.Packet]; h != nil && (m.env.Kind == wire.KindRequest || m.env.Kind == wire.KindSend) {
+		// Inline, in arrival order: a deferred handler only hands the
+		// request on (so per-caller order survives) and never blocks.
+		o.runDeferred(h, m)
+		return
+	}
 	select {
 	case o.slots <- struct{}{}:
 	case <-o.n.hctx.Done():
@@ -84,10 +90,6 @@ func (o *ownerActor) refuse(m *inbound, err error) {
 // handle runs one admitted message's handler and answers it.
 func (o *ownerActor) handle(m *inbound) {
 	e := &m.env
-	if h := o.deferred[e.Packet]; h != nil && (e.Kind == wire.KindRequest || e.Kind == wire.KindSend) {
-		o.runDeferred(h, m) // the Request ends the work
-		return
-	}
 	defer o.n.work.done()
 	hc := &m.hc
 	*hc = Context{Channel: o.channel, Packet: e.Packet, From: m.from.rid, RID: o.n.rid, node: o.n}

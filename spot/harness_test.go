@@ -43,7 +43,7 @@ func logger(t *testing.T) zerolog.Logger {
 }
 
 // The counter kind of these tests, with a ledger of activations.
-type counter struct{ N int64 }
+type counter struct{ N, Last, Disorder, Seen int64 }
 
 type add struct{ N int64 }
 
@@ -60,6 +60,8 @@ var (
 	callP  = wire.NewPacket[callOut, int64]("call")
 	pingP  = wire.NewPacket[add, struct{}]("ping")
 	sleepP = wire.NewPacket[int64, int64]("sleep")
+	seqP   = wire.NewPacket[int64, struct{}]("seq")
+	orderP = wire.NewPacket[struct{}, [2]int64]("order") // seen, out of order
 )
 
 // ledger counts activations per (ID, epoch) and where they ran.
@@ -115,6 +117,16 @@ func counterKind(l *ledger, idle time.Duration) *spot.Kind[counter] {
 		return s.N, nil
 	})
 	spot.OnSend(k, pingP, func(_ *spot.Context, s *counter, r add) { s.N += r.N })
+	spot.OnSend(k, seqP, func(_ *spot.Context, s *counter, n int64) {
+		if n != s.Last+1 {
+			s.Disorder++
+		}
+		s.Last = n
+		s.Seen++
+	})
+	spot.On(k, orderP, func(_ *spot.Context, s *counter, _ struct{}) ([2]int64, error) {
+		return [2]int64{s.Seen, s.Disorder}, nil
+	})
 	if l != nil {
 		k.OnActivate(func(c *spot.Context, _ *counter) error { l.activated(c); return nil })
 		k.OnDeactivate(func(c *spot.Context, _ *counter) {
@@ -215,6 +227,21 @@ func startErr(t *testing.T, store location.Store, prefix string, o nodeOpts) err
 	opts := zlink.NewOptions().SetLocationStore(store).SetLogger(logger(t))
 	b := opts.AddRouteMesh(mesh).SetRoutingIDPrefix(prefix).SetObjectRole(o.role)
 	spot.EnableWith(b, fastSpots, o.kinds...)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	h, err := zlink.Start(ctx, opts)
+	if err == nil {
+		stop(t, h)
+	}
+	return err
+}
+
+// startErrWith is startErr with the node's own Spot settings.
+func startErrWith(t *testing.T, store location.Store, prefix string, o nodeOpts) error {
+	t.Helper()
+	opts := zlink.NewOptions().SetLocationStore(store).SetLogger(logger(t))
+	b := opts.AddRouteMesh(mesh).SetRoutingIDPrefix(prefix).SetObjectRole(o.role)
+	spot.EnableWith(b, *o.cfg, o.kinds...)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	h, err := zlink.Start(ctx, opts)

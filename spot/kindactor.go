@@ -196,6 +196,9 @@ func (a *kindActor) onClaimed(c actor.Context, msg *claimed) {
 			for _, d := range pending {
 				a.deliver(act, d)
 			}
+			// Published after the waiting calls are queued, so a call that
+			// arrives now cannot overtake them (FIFO per caller).
+			a.ks.dir.put(act)
 			return
 		}
 		rep = retryReply("spot actor could not start")
@@ -228,7 +231,6 @@ func (a *kindActor) spawn(c actor.Context, id string, res claimResult) *activati
 		return nil
 	}
 	act.ref = ref
-	a.ks.dir.put(act)
 	return act
 }
 

@@ -143,3 +143,33 @@ func TestSpot_StopReleasesRecords(t *testing.T) {
 		t.Fatalf("the call after a clean stop took %v: it waited for a lease", d)
 	}
 }
+
+// Start refuses a lease shorter than 3 renewals + the margin.
+func TestSpot_ConfigRefusesShortLease(t *testing.T) {
+	bad := spot.Config{LeaseTTL: time.Second, RenewEvery: 400 * time.Millisecond, Margin: 200 * time.Millisecond}
+	err := startErrWith(t, location.NewMemory(), "os", nodeOpts{role: routemesh.ObjectServer, cfg: &bad})
+	if !errors.Is(err, spot.ErrConfig) {
+		t.Fatalf("TTL 1s, renew 400ms, margin 200ms: %v, want ErrConfig", err)
+	}
+}
+
+// Sends from one caller to one Spot run in order while the owner is
+// stable, the first ones included (they wait for the activation).
+func TestSpot_SendsInOrderFromOneCaller(t *testing.T) {
+	c := newCluster(t, location.NewMemory(), 0)
+	ctx := ctxT(t, 20*time.Second)
+	for i := 1; i <= 500; i++ {
+		if err := spot.Send(ctx, c.client, "counter", "order", seqP, int64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got [2]int64
+	waitFor(t, "all sends", 10*time.Second, func() bool {
+		var err error
+		got, err = spot.Call(ctx, c.client, "counter", "order", orderP, struct{}{})
+		return err == nil && got[0] == 500
+	})
+	if got[1] != 0 {
+		t.Fatalf("%d of 500 sends ran out of order", got[1])
+	}
+}
