@@ -34,14 +34,39 @@ type lifecycle struct {
 	mu     sync.RWMutex
 	closed bool // Stop was called; guarded by mu
 
-	dead     atomic.Bool // the actor is stopping or stopped on its own
+	dead atomic.Bool // the actor is stopping or stopped on its own
+	// done is made on first use (most actors — every Spot — are never
+	// waited for) and closed by finish; guarded by mu.
 	done     chan struct{}
-	doneOnce sync.Once
+	finished bool
 }
 
-func newLifecycle() *lifecycle { return &lifecycle{done: make(chan struct{})} }
+func newLifecycle() *lifecycle { return &lifecycle{} }
 
-func (l *lifecycle) finish() { l.doneOnce.Do(func() { close(l.done) }) }
+func (l *lifecycle) finish() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.finished {
+		return
+	}
+	l.finished = true
+	if l.done != nil {
+		close(l.done)
+	}
+}
+
+// doneCh returns the channel closed when the actor has stopped for good.
+func (l *lifecycle) doneCh() chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done == nil {
+		l.done = make(chan struct{})
+		if l.finished {
+			close(l.done)
+		}
+	}
+	return l.done
+}
 
 // PID returns the protoactor PID.
 func (r *Ref) PID() *actor.PID { return r.pid }
@@ -53,7 +78,7 @@ func (r *Ref) Path() string { return r.path }
 func (r *Ref) Quota() *mailbox.Quota { return r.q }
 
 // Done is closed once the actor has stopped.
-func (r *Ref) Done() <-chan struct{} { return r.life.done }
+func (r *Ref) Done() <-chan struct{} { return r.life.doneCh() }
 
 // sizeOf is the byte size a local message is admitted with: its Size() if it
 // declares one, len for []byte, else 0.
@@ -133,7 +158,7 @@ func (r *Ref) Request(ctx context.Context, msg any) (any, error) {
 	select {
 	case v := <-rp.ch:
 		return replyOf(v)
-	case <-r.life.done:
+	case <-r.life.doneCh():
 		select {
 		case v := <-rp.ch:
 			return replyOf(v)
@@ -182,7 +207,7 @@ func (r *Ref) poison() {
 
 func (r *Ref) wait(ctx context.Context) error {
 	select {
-	case <-r.life.done:
+	case <-r.life.doneCh():
 		return nil
 	case <-ctx.Done():
 		return ctxErr(ctx.Err())

@@ -99,6 +99,9 @@ type Spec struct {
 	// Producer makes a fresh actor instance, at start and on every restart.
 	// Required.
 	Producer func() actor.Actor
+	// Compact gives the actor an unpadded mailbox quota: for actors that
+	// are many and rarely contended (Spots).
+	Compact bool
 	// Fold shows this actor's children in tree snapshots as a count
 	// instead of one node each (a Spot kind may hold a million).
 	Fold bool
@@ -140,7 +143,7 @@ func (s *System) Spawn(spec Spec) (*Ref, error) {
 	select {
 	case res := <-req.reply:
 		return res.ref, res.err
-	case <-p.life.done:
+	case <-p.life.doneCh():
 		select {
 		case res := <-req.reply:
 			return res.ref, res.err
@@ -173,7 +176,12 @@ type spawnResult struct {
 func (s *System) spawn(parent actor.Context, parentPath string, spec Spec) (*Ref, error) {
 	path := parentPath + "/" + spec.Name
 	kind := cmp.Or(spec.Kind, spec.Name)
-	q := mailbox.NewQuota(spec.MaxMessages, spec.MaxBytes)
+	var q *mailbox.Quota
+	if spec.Compact {
+		q = mailbox.NewCompactQuota(spec.MaxMessages, spec.MaxBytes)
+	} else {
+		q = mailbox.NewQuota(spec.MaxMessages, spec.MaxBytes)
+	}
 	mb := mailbox.New(q)
 	ref := &Ref{sys: s, path: path, q: q, mb: mb, life: newLifecycle()}
 

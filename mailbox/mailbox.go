@@ -63,9 +63,11 @@ type Mailbox struct {
 	status    atomic.Int32
 	suspended atomic.Bool
 
-	// Owned by the goroutine running process: the staged user messages and
-	// the count of processed messages not yet published to the quota.
-	batch  [batchSize]entry
+	// Owned by the goroutine running process: the staged user messages
+	// (borrowed from a pool while the mailbox runs, so an idle mailbox
+	// holds none) and the count of processed messages not yet published
+	// to the quota.
+	batch  *[batchSize]entry
 	bi, bn int
 	done   int64
 	relN   int64 // processed messages whose budget is not yet released
@@ -164,6 +166,10 @@ func (m *Mailbox) process() {
 		m.run()
 		m.publish()
 		staged := m.bi < m.bn // read before giving up ownership
+		if !staged && m.batch != nil {
+			batchPool.Put(m.batch)
+			m.batch = nil
+		}
 		m.status.Store(idle)
 		sys := m.sysCount.Load()
 		user := m.userCount.Load()
@@ -227,6 +233,9 @@ func (m *Mailbox) run() {
 
 		if m.bi == m.bn {
 			m.publish()
+			if m.batch == nil {
+				m.batch = batchPool.Get().(*[batchSize]entry)
+			}
 			m.mu.Lock()
 			n := 0
 			for n < batchSize && m.user.n > 0 {
@@ -292,6 +301,15 @@ func (m *Mailbox) invokeUser(e entry) (ok bool) {
 // system calls it once the actor has stopped, from the actor's own turn
 // (the consumer goroutine), so nothing it admitted is lost silently.
 func (m *Mailbox) DrainUser(fn func(msg any)) {
+	if m.batch == nil {
+		m.batch = batchPool.Get().(*[batchSize]entry)
+	}
+	defer func() {
+		if m.bi == m.bn {
+			batchPool.Put(m.batch)
+			m.batch = nil
+		}
+	}()
 	for {
 		for m.bi < m.bn {
 			e := m.batch[m.bi]
@@ -357,15 +375,33 @@ func (r *ring) pop() entry {
 	r.buf[r.head] = entry{}
 	r.head = (r.head + 1) & (len(r.buf) - 1)
 	r.n--
+	if r.n == 0 {
+		// Empty: give the buffer back, so an idle mailbox holds none (an
+		// actor system may hold a million idle actors). Every slot is
+		// cleared already.
+		if len(r.buf) == ringMin {
+			ringPool.Put((*[ringMin]entry)(r.buf))
+		}
+		r.buf, r.head = nil, 0
+	}
 	return v
 }
 
+// ringMin is the first size of a ring buffer; buffers of this size are
+// pooled.
+const ringMin = 16
+
+var (
+	ringPool  = sync.Pool{New: func() any { return new([ringMin]entry) }}
+	batchPool = sync.Pool{New: func() any { return new([batchSize]entry) }}
+)
+
 func (r *ring) grow() {
-	size := len(r.buf) * 2
-	if size == 0 {
-		size = 16
+	if len(r.buf) == 0 {
+		r.buf, r.head = ringPool.Get().(*[ringMin]entry)[:], 0
+		return
 	}
-	buf := make([]entry, size)
+	buf := make([]entry, len(r.buf)*2)
 	for i := 0; i < r.n; i++ {
 		buf[i] = r.buf[(r.head+i)&(len(r.buf)-1)]
 	}

@@ -24,11 +24,9 @@ type Quota struct {
 	packed bool
 	shift  uint
 
-	_     [64]byte // keep the contended counters off the config's cache line
 	word  atomic.Uint64
 	msgs  atomic.Int64
 	bytes atomic.Int64
-	_     [64]byte
 
 	processed atomic.Int64 // written by the consumer only
 	free      atomic.Int64 // queued messages that take no budget (protoactor internals)
@@ -51,7 +49,26 @@ type Stats struct {
 // together (for example 16M messages and 1 TiB); a message budget that does
 // not fit beside the byte budget is lowered to the largest one that does.
 func NewQuota(maxMessages, maxBytes int64) *Quota {
+	// Padded on both sides, so a quota that many senders hit shares no
+	// cache line with its neighbours.
+	p := &struct {
+		_ [64]byte
+		q Quota
+		_ [64]byte
+	}{}
+	p.q.init(maxMessages, maxBytes)
+	return &p.q
+}
+
+// NewCompactQuota is NewQuota without the padding, for actors that are
+// many and rarely contended (Spots): about 100 bytes less each.
+func NewCompactQuota(maxMessages, maxBytes int64) *Quota {
 	q := &Quota{}
+	q.init(maxMessages, maxBytes)
+	return q
+}
+
+func (q *Quota) init(maxMessages, maxBytes int64) {
 	if maxMessages > 0 {
 		q.maxMsgs = maxMessages
 	}
@@ -69,7 +86,6 @@ func NewQuota(maxMessages, maxBytes int64) *Quota {
 			q.maxMsgs = limit
 		}
 	}
-	return q
 }
 
 // Admit reserves one message and size bytes, or returns a *FullError naming

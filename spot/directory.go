@@ -19,10 +19,11 @@ type activation struct {
 	epoch uint64
 	ref   *actors.Ref
 
-	closing  atomic.Bool   // deactivating: new calls go through the kind actor
-	turn     atomic.Uint64 // running turn (0 = none)
-	lastUsed atomic.Int64  // unix nanos of the last message
-	fenced   atomic.Bool   // ended because the lease was lost: no release
+	closing   atomic.Bool   // deactivating: new calls go through the kind actor
+	closeSent bool          // the last-turn request is queued (kind actor only)
+	turn      atomic.Uint64 // running turn (0 = none)
+	lastUsed  atomic.Int64  // unix nanos of the last message
+	fenced    atomic.Bool   // ended because the lease was lost: no release
 }
 
 func (a *activation) touch(now time.Time) { a.lastUsed.Store(now.UnixNano()) }
@@ -90,6 +91,37 @@ func (d *directory) remove(a *activation) {
 		delete(s.m, a.id)
 	}
 	s.mu.Unlock()
+}
+
+// each calls fn for every activation, shard by shard under the shard's
+// read lock: fn must not write the directory.
+func (d *directory) each(fn func(*activation)) {
+	for i := range d.shards {
+		s := &d.shards[i]
+		s.mu.RLock()
+		for _, a := range s.m {
+			fn(a)
+		}
+		s.mu.RUnlock()
+	}
+}
+
+// all returns every activation (a copy, so the caller may write).
+func (d *directory) all() []*activation {
+	var out []*activation
+	d.each(func(a *activation) { out = append(out, a) })
+	return out
+}
+
+func (d *directory) len() int {
+	n := 0
+	for i := range d.shards {
+		s := &d.shards[i]
+		s.mu.RLock()
+		n += len(s.m)
+		s.mu.RUnlock()
+	}
+	return n
 }
 
 // ids lists the active IDs (admin, on request).

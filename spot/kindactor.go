@@ -28,27 +28,28 @@ type (
 	}
 )
 
-// entry is one Spot this kind actor is working on or hosting.
+// entry is a Spot this kind actor is working on: claiming, closing or
+// releasing. An active Spot that is not closing has no entry: it is only in
+// the kind's directory (its activation), which keeps an idle Spot small.
 type entry struct {
-	state     entryState
-	closeSent bool // the deactivate message is in the Spot's mailbox
-	act       *activation
-	pending   []*delivery // calls waiting for a claim or a release
+	state   entryState
+	act     *activation // closing, deactivating
+	pending []*delivery // calls waiting for a claim or a release
 }
 
 type entryState uint8
 
 const (
-	activating entryState = iota
-	active
-	deactivating
+	activating   entryState = iota
+	closing                 // active, its last turn is coming: new calls wait here
+	deactivating            // past its last turn, the record is being released
 )
 
 // kindActor owns one kind's Spots on this node: it runs claims (on store
 // goroutines that report back), spawns and stops Spot actors, sweeps idle
 // ones (one sweep per kind, not a timer per Spot) and releases records.
 // Concurrent first calls of one Spot wait in one entry and are all served
-// by its single activation.
+// by its single activation. It is the only writer of the kind's directory.
 type kindActor struct {
 	rt        *runtime
 	ks        *kindState
@@ -106,15 +107,13 @@ func (a *kindActor) failAll(err error) {
 		for _, d := range e.pending {
 			a.rt.answer(d.r, &d.h, errorReply(err))
 		}
-		if e.act != nil {
-			e.act.closing.Store(true)
-			a.ks.dir.remove(e.act)
-			if e.state == active {
-				a.ks.stats.active.Add(-1)
-			}
-		}
 		delete(a.table, id)
 	}
+	for _, act := range a.ks.dir.all() {
+		act.closing.Store(true)
+		a.ks.dir.remove(act)
+	}
+	a.ks.stats.active.Store(0)
 	for _, w := range a.waiters {
 		w.done <- err
 	}
@@ -123,40 +122,31 @@ func (a *kindActor) failAll(err error) {
 
 func (a *kindActor) onActivate(c actor.Context, d *delivery) {
 	id := d.h.id
-	e := a.table[id]
-	if e == nil {
-		if _, draining := a.rt.n.PeerReady(a.rt.n.RID()); draining || a.rt.stopping.Load() {
-			a.rt.stats.redirects.Add(1)
-			a.rt.answer(d.r, &d.h, redirectReply("", 0))
+	if e := a.table[id]; e != nil {
+		if int64(len(e.pending)) >= a.ks.reg.maxMessages {
+			a.rt.answer(d.r, &d.h, errorReply(fmt.Errorf("%w: spot %s/%s: %d calls waiting for its activation", zerr.ErrBusy, a.ks.reg.name, id, len(e.pending))))
 			return
 		}
-		e = &entry{state: activating}
-		a.table[id] = e
 		e.pending = append(e.pending, d)
-		a.startClaim(c, id)
 		return
 	}
-	if e.state == active {
+	if act := a.ks.dir.get(id); act != nil {
 		select {
-		case <-e.act.ref.Done(): // the Spot failed for good: start over
-			a.onDeactivated(c, e.act)
-			e = a.table[id]
+		case <-act.ref.Done(): // the Spot failed for good: start over
+			a.ended(c, act)
+			a.onActivate(c, d)
 		default:
-			if !e.act.closing.Load() {
-				a.deliver(e.act, d)
-				return
-			}
+			a.deliver(act, d)
 		}
-	}
-	if e == nil {
-		a.onActivate(c, d)
 		return
 	}
-	if int64(len(e.pending)) >= a.ks.reg.maxMessages {
-		a.rt.answer(d.r, &d.h, errorReply(fmt.Errorf("%w: spot %s/%s: %d calls waiting for its activation", zerr.ErrBusy, a.ks.reg.name, id, len(e.pending))))
+	if _, draining := a.rt.n.PeerReady(a.rt.n.RID()); draining || a.rt.stopping.Load() {
+		a.rt.stats.redirects.Add(1)
+		a.rt.answer(d.r, &d.h, redirectReply("", 0))
 		return
 	}
-	e.pending = append(e.pending, d)
+	a.table[id] = &entry{state: activating, pending: []*delivery{d}}
+	a.startClaim(c, id)
 }
 
 // deliver hands a delivery to an activation's mailbox.
@@ -188,12 +178,10 @@ func (a *kindActor) onClaimed(c actor.Context, msg *claimed) {
 	switch {
 	case res.ok:
 		if act := a.spawn(c, msg.id, res); act != nil {
-			e.state, e.act = active, act
+			delete(a.table, msg.id)
 			a.ks.stats.active.Add(1)
 			a.ks.stats.activations.Add(1)
-			pending := e.pending
-			e.pending = nil
-			for _, d := range pending {
+			for _, d := range e.pending {
 				a.deliver(act, d)
 			}
 			// Published after the waiting calls are queued, so a call that
@@ -214,6 +202,7 @@ func (a *kindActor) onClaimed(c actor.Context, msg *claimed) {
 		a.rt.answer(d.r, &d.h, rep)
 	}
 	delete(a.table, msg.id)
+	a.checkWaiters()
 }
 
 func (a *kindActor) spawn(c actor.Context, id string, res claimResult) *activation {
@@ -223,8 +212,8 @@ func (a *kindActor) spawn(c actor.Context, id string, res claimResult) *activati
 	reg := a.ks.reg
 	ref, err := rt.n.Actors().SpawnChild(c, actors.Spec{
 		Name: url.PathEscape(id), Kind: "spot", MaxMessages: reg.maxMessages, MaxBytes: reg.maxBytes,
-		Supervisor: supervisor.DefaultConfig(),
-		Producer:   func() actor.Actor { return &spotActor{rt: rt, ks: a.ks, act: act} },
+		Supervisor: supervisor.DefaultConfig(), Compact: true,
+		Producer: func() actor.Actor { return &spotActor{rt: rt, ks: a.ks, act: act} },
 	})
 	if err != nil {
 		rt.log.Error().Err(err).Str("kind", reg.name).Str("id", id).Msg("spots: spawn failed")
@@ -234,18 +223,27 @@ func (a *kindActor) spawn(c actor.Context, id string, res claimResult) *activati
 	return act
 }
 
-// onDeactivated: the Spot's actor has run its last turn. Its record is
-// released (unless it was fenced: then it is not ours any more); calls that
-// arrived meanwhile wait and reactivate it afterwards.
+// onDeactivated: the Spot's actor has run its last turn.
 func (a *kindActor) onDeactivated(c actor.Context, act *activation) {
-	e := a.table[act.id]
-	if e == nil || e.act != act || e.state != active {
+	if a.ks.dir.get(act.id) != act {
 		return
 	}
+	a.ended(c, act)
+}
+
+// ended takes act out of the directory and releases its record (unless it
+// was fenced: then it is not ours any more); calls that arrived meanwhile
+// wait and reactivate the Spot afterwards.
+func (a *kindActor) ended(c actor.Context, act *activation) {
 	a.ks.dir.remove(act)
 	a.ks.stats.active.Add(-1)
 	a.ks.stats.deactivations.Add(1)
-	e.state = deactivating
+	e := a.table[act.id]
+	if e == nil {
+		e = &entry{}
+		a.table[act.id] = e
+	}
+	e.state, e.act = deactivating, act
 	if act.fenced.Load() {
 		a.onReleased(c, act.id)
 		return
@@ -278,7 +276,8 @@ func (a *kindActor) onReleased(c actor.Context, id string) {
 }
 
 // sweep deactivates the Spots idle for longer than the kind's idle
-// timeout: one pass per kind over its table.
+// timeout (one pass per kind over its directory) and resends last-turn
+// requests that did not fit a full mailbox.
 func (a *kindActor) sweep(c actor.Context, now time.Time) {
 	idle := a.ks.reg.idle
 	if now.Sub(a.lastSweep) < min(idle/4, time.Second) {
@@ -286,66 +285,75 @@ func (a *kindActor) sweep(c actor.Context, now time.Time) {
 	}
 	a.lastSweep = now
 	cut := now.Add(-idle).UnixNano()
-	for _, e := range a.table {
-		switch {
-		case e.state != active:
-		case e.act.closing.Load():
-			a.close(c, e, e.act.fenced.Load()) // a deactivate that did not fit yet
-		case e.act.lastUsed.Load() < cut && e.act.turn.Load() == 0 && e.act.ref.Quota().Stats().Depth == 0:
-			a.close(c, e, false)
+	var close []*activation
+	a.ks.dir.each(func(act *activation) {
+		if act.closing.Load() {
+			if !act.closeSent {
+				close = append(close, act)
+			}
+			return
 		}
+		if act.lastUsed.Load() < cut && act.turn.Load() == 0 && act.ref.Quota().Stats().Depth == 0 {
+			close = append(close, act)
+		}
+	})
+	for _, act := range close {
+		a.close(c, act, act.fenced.Load())
 	}
 }
 
-// close starts the deactivation of e's activation: new calls go through
-// this actor from now on; the Spot runs what it has queued, then its last
-// turn. A full mailbox is retried on the next sweep.
-func (a *kindActor) close(c actor.Context, e *entry, fenced bool) {
-	act := e.act
+// close starts the deactivation of act: new calls wait in this actor
+// from now on; the Spot runs what it has queued, then its last turn. A full
+// mailbox is retried on the next sweep.
+func (a *kindActor) close(c actor.Context, act *activation, fenced bool) {
 	act.closing.Store(true)
 	if fenced {
 		act.fenced.Store(true)
 	}
-	if e.closeSent {
+	if a.table[act.id] == nil {
+		a.table[act.id] = &entry{state: closing, act: act}
+	}
+	if act.closeSent {
 		return
 	}
 	select {
 	case <-act.ref.Done(): // failed for good: nothing will answer
-		a.onDeactivated(c, act)
+		a.ended(c, act)
 		return
 	default:
 	}
-	e.closeSent = act.ref.Tell(&deactivate{}) == nil
+	act.closeSent = act.ref.Tell(&deactivate{}) == nil
 }
 
 // fence ends every activation of lease generation gen without releasing
 // its record (R1: the lease is gone, the records are not ours).
 func (a *kindActor) fence(c actor.Context, gen uint64) {
-	for _, e := range a.table {
-		if e.state == active && e.act.gen == gen {
+	for _, act := range a.ks.dir.all() {
+		if act.gen == gen {
 			a.rt.stats.fenced.Add(1)
-			a.close(c, e, true)
+			a.close(c, act, true)
 		}
 	}
 }
 
 func (a *kindActor) deactivateAll(c actor.Context, msg *deactivateAll) {
-	for _, e := range a.table {
-		if e.state == active && !e.act.closing.Load() {
-			a.close(c, e, false)
+	for _, act := range a.ks.dir.all() {
+		if !act.closing.Load() {
+			a.close(c, act, false)
 		}
 	}
 	a.waiters = append(a.waiters, msg)
 	a.checkWaiters()
 }
 
-// checkWaiters answers deactivateAll once nothing is active.
+// checkWaiters answers deactivateAll once nothing is active or being
+// released.
 func (a *kindActor) checkWaiters() {
-	if len(a.waiters) == 0 {
+	if len(a.waiters) == 0 || a.ks.dir.len() > 0 {
 		return
 	}
 	for _, e := range a.table {
-		if e.state == active || e.state == deactivating {
+		if e.state != activating {
 			return
 		}
 	}

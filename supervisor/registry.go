@@ -114,8 +114,11 @@ func (r *Registry) AddFolded(path, parent, kind string, q *mailbox.Quota, fold b
 	if !ok {
 		p = r.nodes[RootPath]
 	}
-	e := &entry{path: path, parent: parent, kind: kind, state: Starting, q: q, fold: fold, up: p, children: map[string]*entry{}}
+	e := &entry{path: path, parent: parent, kind: kind, state: Starting, q: q, fold: fold, up: p}
 	r.nodes[path] = e
+	if p.children == nil { // most actors (every Spot) never get a child
+		p.children = map[string]*entry{}
+	}
 	p.children[path] = e
 	return nil
 }
