@@ -43,11 +43,6 @@ func (rt *runtime) claim(kind, id string) claimResult {
 	plan:
 		p := fence.PlanClaim(self, cur, owner, 0)
 		switch p.Step {
-		case fence.Mine:
-			if rt.lease.valid(gen, time.Now()) {
-				return claimResult{ok: true, epoch: rec.Epoch, gen: gen}
-			}
-			return claimResult{retry: "lease lapsed during the claim"}
 		case fence.Redirect:
 			return claimResult{owner: p.Owner.RID}
 		case fence.CheckOwner:
@@ -62,6 +57,14 @@ func (rt *runtime) claim(kind, id string) claimResult {
 				owner = fence.Live
 			}
 			goto plan
+		case fence.Mine:
+			// The record names this lease already (a release that failed, a
+			// restarted kind actor). Claim it again with a new epoch rather
+			// than trust a read: the write that made it ours may not have
+			// been acknowledged (or replicated), and every activation gets
+			// its own epoch.
+			p = fence.Plan{Step: fence.CompareAndSet, Expect: cur, New: fence.Record{Holder: self, Epoch: cur.Epoch + 1}}
+			fallthrough
 		case fence.CompareAndSet:
 			expect := location.Ownership{Mesh: mesh, Kind: kind, ID: id, OwnerRID: p.Expect.Holder.RID,
 				OwnerGeneration: p.Expect.Holder.Gen, Epoch: p.Expect.Epoch}
