@@ -151,6 +151,15 @@ func openStore(ctx context.Context, url string) (location.Store, error) {
 	}
 }
 
+// storeAddr names the Location Store of url in messages: its address,
+// never the URL (it may hold a password).
+func storeAddr(url string) string {
+	if rc, err := location.ParseRedisURL(url); err == nil {
+		return rc.Addr
+	}
+	return "(unparsable URL)"
+}
+
 // runNode starts the node, prints the ready line and serves until ctx ends.
 func runNode(ctx context.Context, cfg *fileConfig, cmd *cobra.Command) error {
 	log, err := newLogger(cmd.ErrOrStderr(), cfg.LogLevel, cfg.LogFormat)
