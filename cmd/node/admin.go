@@ -66,6 +66,7 @@ func (a *app) routes(hc zlink.HealthConfig) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", a.getStatus)
 	mux.HandleFunc("GET /tree", a.getTree)
+	mux.HandleFunc("GET /spots", a.getSpots)
 	// Endpoints that change the node need the admin token (when one is
 	// configured); the read-only ones stay open.
 	mux.HandleFunc("POST /weight", a.requireToken(a.postWeight))

@@ -15,6 +15,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/zlink-go/zlink/routemesh"
+	"github.com/zlink-go/zlink/spot"
+	"github.com/zlink-go/zlink/spot/counter"
 )
 
 // fileConfig is the YAML config file of `run --config`. It holds what the
@@ -224,6 +226,13 @@ func (m *meshConfig) apply(b *routemesh.MeshBuilder, bi *builtins, defaultSecret
 		return err
 	}
 	b.SetObjectRole(role)
+	switch role {
+	case routemesh.ObjectServer:
+		// An Object Server hosts the built-in counter kind.
+		spot.Enable(b, counter.Kind())
+	case routemesh.ObjectClient:
+		spot.Enable(b)
+	}
 	secret := defaultSecret
 	if m.SecretFile != "" {
 		if secret, err = readSecret(m.SecretFile); err != nil {

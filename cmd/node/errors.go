@@ -21,8 +21,6 @@ var (
 	// errSilent ends the process with a failure status and no further
 	// message: the command already printed its result lines.
 	errSilent = errors.New("zlink: failed")
-	// errSpotsUnsupported is the spot command's answer until Spots exist.
-	errSpotsUnsupported = errors.New("spots are not implemented yet")
 )
 
 // usageError is a CLI-level configuration problem, reported with exit 2.

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	zlink "github.com/zlink-go/zlink"
+	"github.com/zlink-go/zlink/location"
 	"github.com/zlink-go/zlink/routemesh"
 	"github.com/zlink-go/zlink/wire"
 )
@@ -96,56 +97,29 @@ func runRequests(ctx context.Context, f *requestFlags, stdout, stderr io.Writer)
 		return err
 	}
 	out := newReport(stdout, f)
-	secret, err := readSecret(f.secretFile)
-	if err != nil {
-		return err
-	}
-	opts := zlink.NewOptions().SetLogger(log)
-	mb := opts.AddRouteMesh(f.mesh).Listen("tcp://127.0.0.1:0")
-	mb.Channel(f.channel).Client()
-	if f.seed != 0 {
-		mb.SetSelectionSeed(f.seed)
-	}
-	if secret != nil {
-		mb.SetTrust(routemesh.TrustConfig{Secret: secret})
-	}
-	for _, p := range f.peers {
-		pc, err := parsePeer(p)
-		if err != nil {
-			return err
-		}
-		mb.AddPeer(pc.Endpoint, pc.ExpectRID)
-	}
-	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if f.location != "" {
-		mb.SetRoutingIDPrefix("request")
-		store, err := openStore(startCtx, f.location)
-		if err != nil {
-			return err
-		}
-		defer store.Close()
-		opts.SetLocationStore(store)
+	e := &ephemeral{mesh: f.mesh, location: f.location, peers: f.peers, ridPrefix: "request", secretFile: f.secretFile, log: log,
+		configure: func(mb *routemesh.MeshBuilder) {
+			mb.Channel(f.channel).Client()
+			if f.seed != 0 {
+				mb.SetSelectionSeed(f.seed)
+			}
+		},
 		// An empty mesh has nobody to answer: say so at once.
-		descs, err := store.ListDescriptors(startCtx, f.mesh)
-		if err != nil {
-			return fmt.Errorf("location store %s: %w", f.location, err)
-		}
-		if len(descs) == 0 {
-			out.noTarget(fmt.Sprintf("no node of mesh %q is registered in the Location Store %s", f.mesh, f.location))
-			return errSilent
-		}
+		precheck: func(descs []location.Descriptor) string {
+			if len(descs) == 0 {
+				return fmt.Sprintf("no node of mesh %q is registered in the Location Store %s", f.mesh, storeAddr(f.location))
+			}
+			return ""
+		}}
+	node, stop, err := e.start(ctx)
+	if nt, ok := errors.AsType[*noTargetError](err); ok {
+		out.noTarget(nt.msg)
+		return errSilent
 	}
-	host, err := zlink.Start(startCtx, opts)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		sctx, c := context.WithTimeout(context.Background(), 10*time.Second)
-		defer c()
-		_ = host.Stop(sctx)
-	}()
-	node := host.Mesh(f.mesh)
+	defer stop()
 	if err := waitPeers(ctx, node, len(f.peers), f.wait); err != nil {
 		out.noTarget(cliText(err.Error()))
 		return errSilent

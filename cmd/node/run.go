@@ -19,6 +19,7 @@ import (
 	zlink "github.com/zlink-go/zlink"
 	"github.com/zlink-go/zlink/location"
 	"github.com/zlink-go/zlink/routemesh"
+	"github.com/zlink-go/zlink/spot"
 )
 
 const (
@@ -151,6 +152,15 @@ func openStore(ctx context.Context, url string) (location.Store, error) {
 	}
 }
 
+// storeAddr names the Location Store of url in messages: its address,
+// never the URL (it may hold a password).
+func storeAddr(url string) string {
+	if rc, err := location.ParseRedisURL(url); err == nil {
+		return rc.Addr
+	}
+	return "(unparsable URL)"
+}
+
 // runNode starts the node, prints the ready line and serves until ctx ends.
 func runNode(ctx context.Context, cfg *fileConfig, cmd *cobra.Command) error {
 	log, err := newLogger(cmd.ErrOrStderr(), cfg.LogLevel, cfg.LogFormat)
@@ -227,12 +237,34 @@ func runNode(ctx context.Context, cfg *fileConfig, cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	if err := waitSpots(startCtx, host); err != nil {
+		sctx, c := context.WithTimeout(context.Background(), stopTimeout)
+		defer c()
+		_ = host.Stop(sctx)
+		return err
+	}
 	a.started(host)
 	fmt.Fprintln(cmd.OutOrStdout(), readyLine(host, ln.Addr().String()))
 	log.Info().Str("admin", ln.Addr().String()).Msg("node ready")
 
 	<-ctx.Done()
 	return a.shutdown(log)
+}
+
+// waitSpots waits until the Spot runtime of every Object Server mesh can
+// host (its ownership lease is valid and placement sees a ready Object
+// Server), so the ready line also means ready for Spots. Object Clients
+// do not wait: they may start before any Object Server.
+func waitSpots(ctx context.Context, h *zlink.Host) error {
+	for _, n := range h.Meshes() {
+		if n.ObjectRole() != routemesh.ObjectServer {
+			continue
+		}
+		if err := spot.WaitReady(ctx, n); err != nil {
+			return fmt.Errorf("mesh %s: %w", n.Mesh(), err)
+		}
+	}
+	return nil
 }
 
 // readyLine is the one line printed when the node is ready. With several

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	zlink "github.com/zlink-go/zlink"
+	"github.com/zlink-go/zlink/location"
+	"github.com/zlink-go/zlink/routemesh"
+)
+
+// ephemeral is the temporary MeshNode of a command-line tool (request,
+// spot): it listens on loopback, dials manual peers, or, with a Location
+// Store and no manual peer, finds the mesh by automatic topology under a
+// RID prefix.
+type ephemeral struct {
+	mesh       string
+	location   string   // "" = no Location Store
+	peers      []string // ENDPOINT[#RID]; manual topology when set
+	ridPrefix  string   // the RID prefix of automatic topology
+	secretFile string
+	log        zerolog.Logger
+	// configure adds the tool's roles to the builder.
+	configure func(*routemesh.MeshBuilder)
+	// precheck looks at the mesh's descriptors before the node starts
+	// (only with a Location Store): a non-empty answer says why nobody
+	// can answer, and the run ends at once as no_target.
+	precheck func([]location.Descriptor) string
+}
+
+// noTargetError ends a tool's run before it sent anything: nobody can
+// answer (the message says why).
+type noTargetError struct{ msg string }
+
+func (e *noTargetError) Error() string { return e.msg }
+
+// start brings the node up. stop stops it, then closes the store.
+func (e *ephemeral) start(ctx context.Context) (node *routemesh.Node, stop func(), err error) {
+	secret, err := readSecret(e.secretFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := zlink.NewOptions().SetLogger(e.log)
+	mb := opts.AddRouteMesh(e.mesh).Listen("tcp://127.0.0.1:0")
+	if e.configure != nil {
+		e.configure(mb)
+	}
+	if secret != nil {
+		mb.SetTrust(routemesh.TrustConfig{Secret: secret})
+	}
+	for _, p := range e.peers {
+		pc, err := parsePeer(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		mb.AddPeer(pc.Endpoint, pc.ExpectRID)
+	}
+	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var store location.Store
+	if e.location != "" {
+		if len(e.peers) == 0 {
+			mb.SetRoutingIDPrefix(e.ridPrefix)
+		}
+		if store, err = openStore(startCtx, e.location); err != nil {
+			return nil, nil, err
+		}
+		opts.SetLocationStore(store)
+		if e.precheck != nil {
+			descs, err := store.ListDescriptors(startCtx, e.mesh)
+			if err != nil {
+				store.Close()
+				return nil, nil, fmt.Errorf("location store: %w", err) // never the URL: it may hold a password
+			}
+			if why := e.precheck(descs); why != "" {
+				store.Close()
+				return nil, nil, &noTargetError{msg: why}
+			}
+		}
+	}
+	host, err := zlink.Start(startCtx, opts)
+	if err != nil {
+		if store != nil {
+			store.Close()
+		}
+		return nil, nil, err
+	}
+	stop = func() {
+		sctx, c := context.WithTimeout(context.Background(), 10*time.Second)
+		defer c()
+		_ = host.Stop(sctx)
+		if store != nil {
+			store.Close()
+		}
+	}
+	return host.Mesh(e.mesh), stop, nil
+}
