@@ -139,7 +139,7 @@ func (rt *runtime) callTo(ctx context.Context, h *header, target string) ([]byte
 	for {
 		if target == "" {
 			var ok bool
-			if target, ok = rt.place(kind, id); !ok {
+			if target, ok = rt.placeFresh(ctx, kind, id); !ok {
 				return nil, Result{}, fmt.Errorf("%w: no ready Object Server for spot %s/%s", ErrNoTarget, kind, id)
 			}
 		}
@@ -201,7 +201,7 @@ func (rt *runtime) send(ctx context.Context, kind, id, packet string, payload []
 	target := rt.cached(kind, id)
 	if target == "" {
 		var ok bool
-		if target, ok = rt.place(kind, id); !ok {
+		if target, ok = rt.placeFresh(ctx, kind, id); !ok {
 			return fmt.Errorf("%w: no ready Object Server for spot %s/%s", ErrNoTarget, kind, id)
 		}
 	}
@@ -240,6 +240,30 @@ func (rt *runtime) cached(kind, id string) string {
 func (rt *runtime) reachable(rid string) bool {
 	ready, _ := rt.n.PeerReady(rid)
 	return ready
+}
+
+// placeFresh is place; when placement finds nobody it asks for a fresh
+// listing of the mesh's Object Servers (one may have joined since the last
+// one) and tries once more, waiting at most a second (and ctx).
+func (rt *runtime) placeFresh(ctx context.Context, kind, id string) (string, bool) {
+	if rid, ok := rt.place(kind, id); ok {
+		return rid, true
+	}
+	ref := rt.membRef.Load()
+	if ref == nil {
+		return "", false
+	}
+	before := rt.listed.Load()
+	if ref.Tell(&refreshMembers{}) != nil {
+		return "", false
+	}
+	deadline := time.Now().Add(time.Second)
+	for rt.listed.Load() < before+2 && time.Now().Before(deadline) {
+		if sleepCtx(ctx, 5*time.Millisecond) != nil {
+			return "", false
+		}
+	}
+	return rt.place(kind, id)
 }
 
 var memberPool = sync.Pool{New: func() any { s := make([]placement.Member, 0, 16); return &s }}

@@ -193,6 +193,9 @@ type membersActor struct {
 	last     time.Time
 }
 
+// refreshMembers asks for a listing now (placement found nobody).
+type refreshMembers struct{}
+
 type membersListed struct {
 	list []member
 	err  error
@@ -203,6 +206,7 @@ func (a *membersActor) Receive(c actor.Context) {
 	switch msg := c.Message().(type) {
 	case *actor.Started:
 		a.inflight = false
+		rt.membRef.Store(rt.n.Actors().Self(c))
 		a.list(c)
 	case *tick:
 		if !a.inflight && msg.at.Sub(a.last) >= rt.n.DiscoveryPoll() {
@@ -212,6 +216,11 @@ func (a *membersActor) Receive(c actor.Context) {
 		a.inflight = false
 		if msg.err == nil {
 			rt.members.Store(&msg.list)
+		}
+		rt.listed.Add(1)
+	case *refreshMembers:
+		if !a.inflight {
+			a.list(c)
 		}
 	}
 }

@@ -53,6 +53,8 @@ type runtime struct {
 
 	lease   leaseBox
 	members atomic.Pointer[[]member] // written by the members actor
+	listed  atomic.Uint64            // member listings so far
+	membRef atomic.Pointer[actors.Ref]
 	cache   *ownerCache
 	stats   counters
 	actSeq  atomic.Uint64

@@ -337,19 +337,12 @@ func TestCLI_BadFlagsAndConfigsExit2(t *testing.T) {
 	}
 }
 
-func TestCLI_SpotIsNotImplementedYet(t *testing.T) {
-	r := cliRun(t, 10*time.Second, "spot", "--location", "redis://127.0.0.1:1", "--mesh", "game", "counter", "player-1", "add", "5")
-	if r.code == 0 || strings.TrimSpace(r.stdout) != "error unsupported spots are not implemented yet" {
-		t.Fatalf("spot: exit %d stdout %q", r.code, r.stdout)
-	}
-}
-
 func TestCLI_Demo(t *testing.T) {
 	r := cliRun(t, 30*time.Second, "demo")
 	if r.code != 0 {
 		t.Fatalf("demo exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	for _, want := range []string{"step 1: weighted select-one", "weight 0", "drain", "kill", "spot step: skipped (Spots are not implemented yet)", "demo: ok"} {
+	for _, want := range []string{"step 1: weighted select-one", "weight 0", "drain", "kill", "step 5: Spots", "ok   spots", "demo: ok"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Fatalf("demo output lacks %q:\n%s", want, r.stdout)
 		}
