@@ -87,23 +87,28 @@ func (rt *runtime) check(kind, id string) error {
 	return nil
 }
 
-func (rt *runtime) request(ctx context.Context, kind, id, packet string, payload []byte) (*header, error) {
+// request builds the header of a call. Made from a Spot turn, the call
+// extends the turn's call chain with a link of its own, which the returned
+// done must forget once the call has ended.
+func (rt *runtime) request(ctx context.Context, kind, id, packet string, payload []byte) (*header, func(), error) {
 	if err := rt.check(kind, id); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	h := &header{kind: kind, id: id, packet: packet, body: payload}
 	chain, c := chainOf(ctx)
-	if c != nil {
-		// R2: an outbound call of a turn checks the lease first.
-		if !rt.lease.valid(c.act.gen, time.Now()) {
-			return nil, fmt.Errorf("%w: %s/%s lost its lease", ErrFenced, c.Kind, c.ID)
-		}
-		if len(chain) >= maxChain {
-			return nil, fmt.Errorf("%w: call chain deeper than %d", ErrCycle, maxChain)
-		}
-		h.chain = append(append(make([]link, 0, len(chain)+1), chain...), link{act: c.act.seq, turn: c.turn})
+	if c == nil {
+		return h, func() {}, nil
 	}
-	return h, nil
+	// R2: an outbound call of a turn checks the lease first.
+	if !rt.lease.valid(c.act.gen, time.Now()) {
+		return nil, nil, fmt.Errorf("%w: %s/%s lost its lease", ErrFenced, c.Kind, c.ID)
+	}
+	if len(chain) >= maxChain {
+		return nil, nil, fmt.Errorf("%w: call chain deeper than %d", ErrCycle, maxChain)
+	}
+	l := c.act.begin()
+	h.chain = append(append(make([]link, 0, len(chain)+1), chain...), l)
+	return h, func() { c.act.end(l) }, nil
 }
 
 // CallVia is CallRaw through the Object Server via: that node makes the
@@ -115,19 +120,21 @@ func CallVia(ctx context.Context, n *routemesh.Node, via, kind, id, packet strin
 	if err != nil {
 		return nil, Result{}, err
 	}
-	h, err := rt.request(ctx, kind, id, packet, payload)
+	h, done, err := rt.request(ctx, kind, id, packet, payload)
 	if err != nil {
 		return nil, Result{}, err
 	}
+	defer done()
 	h.flags |= flagRoute
 	return rt.callTo(ctx, h, via)
 }
 
 func (rt *runtime) call(ctx context.Context, kind, id, packet string, payload []byte) ([]byte, Result, error) {
-	h, err := rt.request(ctx, kind, id, packet, payload)
+	h, done, err := rt.request(ctx, kind, id, packet, payload)
 	if err != nil {
 		return nil, Result{}, err
 	}
+	defer done()
 	return rt.callTo(ctx, h, rt.cached(kind, id))
 }
 
@@ -194,10 +201,12 @@ func (rt *runtime) callTo(ctx context.Context, h *header, target string) ([]byte
 }
 
 func (rt *runtime) send(ctx context.Context, kind, id, packet string, payload []byte) error {
-	h, err := rt.request(ctx, kind, id, packet, payload)
+	h, done, err := rt.request(ctx, kind, id, packet, payload)
 	if err != nil {
 		return err
 	}
+	done() // a send makes no turn wait
+	h.chain = nil
 	target := rt.cached(kind, id)
 	if target == "" {
 		var ok bool

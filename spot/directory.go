@@ -24,23 +24,75 @@ type activation struct {
 	turn      atomic.Uint64 // running turn (0 = none)
 	lastUsed  atomic.Int64  // unix nanos of the last message
 	fenced    atomic.Bool   // ended because the lease was lost: no release
+
+	// mu guards the outbound calls its turns are waiting on (call-chain
+	// links) and, for reentrant kinds, the state. A leaf.
+	mu      sync.Mutex
+	calls   uint64
+	waiting []uint64
+	state   any
 }
 
 func (a *activation) touch(now time.Time) { a.lastUsed.Store(now.UnixNano()) }
 
-// waitsOn reports whether the chain holds this activation's running turn:
-// the turn is waiting on the call, so queueing it would deadlock.
+// waitsOn reports whether the chain holds a call this activation is
+// waiting on right now: a turn of it is blocked in that call, so queueing
+// the request behind the turn would deadlock. A chain link of a call that
+// has ended (timed out) does not count: that request just queues.
 func (a *activation) waitsOn(chain []link) bool {
-	t := a.turn.Load()
-	if t == 0 {
+	if len(chain) == 0 {
 		return false
 	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	for _, l := range chain {
-		if l.act == a.seq && l.turn == t {
-			return true
+		if l.act != a.seq {
+			continue
+		}
+		for _, w := range a.waiting {
+			if w == l.turn {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+// begin records an outbound call of a turn and returns its link; end
+// forgets it when the call has ended.
+func (a *activation) begin() link {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.calls++
+	a.waiting = append(a.waiting, a.calls)
+	return link{act: a.seq, turn: a.calls}
+}
+
+func (a *activation) end(l link) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i, w := range a.waiting {
+		if w == l.turn {
+			a.waiting = append(a.waiting[:i], a.waiting[i+1:]...)
+			break
+		}
+	}
+	if len(a.waiting) == 0 {
+		a.waiting = nil
+	}
+}
+
+// setState and getState hold the Spot's state for reentrant turns.
+func (a *activation) setState(s any) {
+	a.mu.Lock()
+	a.state = s
+	a.mu.Unlock()
+}
+
+func (a *activation) getState() any {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.state
 }
 
 // directory maps a kind's Spot IDs to their activations on this node. The

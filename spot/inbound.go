@@ -57,6 +57,10 @@ func (rt *runtime) inbound(r *routemesh.Request) {
 	}
 	if act := ks.dir.get(h.id); act != nil && !act.closing.Load() {
 		if act.waitsOn(h.chain) {
+			if ks.reg.reentrant {
+				reentrant(rt, ks, act, d)
+				return
+			}
 			rt.answer(r, &h, errorReply(fmt.Errorf("%w: %s/%s is waiting on this call", ErrCycle, h.kind, h.id)))
 			return
 		}

@@ -36,6 +36,7 @@ type kindReg struct {
 	onActivate   func(c *Context, state any) error
 	onDeactivate func(c *Context, state any)
 	idle         time.Duration
+	reentrant    bool
 	maxMessages  int64
 	maxBytes     int64
 	err          error
@@ -170,6 +171,17 @@ func (k *Kind[S]) SetIdleTimeout(d time.Duration) *Kind[S] {
 	return k
 }
 
+// SetReentrant lets a Spot of this kind take a call that belongs to a call
+// chain one of its own turns is waiting on (a → b → a): the call runs at
+// once, interleaved with the waiting turn at the point where it called
+// out, instead of ending with ErrCycle. Other calls still wait for the
+// turn to end. Handlers of a reentrant kind must expect the state to
+// change across their own outbound calls.
+func (k *Kind[S]) SetReentrant() *Kind[S] {
+	k.reg.reentrant = true
+	return k
+}
+
 // SetMailbox bounds each Spot's mailbox (messages ≥ 1, bytes ≥ 1 KiB).
 func (k *Kind[S]) SetMailbox(messages int, bytes int64) *Kind[S] {
 	if messages < 1 || bytes < 1024 {
@@ -197,7 +209,6 @@ type Context struct {
 	Node *routemesh.Node
 
 	act   *activation
-	turn  uint64
 	chain []link // the chain this turn was called with
 }
 

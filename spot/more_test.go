@@ -173,3 +173,36 @@ func TestSpot_SendsInOrderFromOneCaller(t *testing.T) {
 		t.Fatalf("%d of 500 sends ran out of order", got[1])
 	}
 }
+
+// A reentrant kind takes a call of a chain its own turn waits on (a → b →
+// a) instead of ending it with ErrCycle; the default kind refuses it.
+func TestSpot_ReentrantKindTakesItsOwnChain(t *testing.T) {
+	store := location.NewMemory()
+	led := newLedger()
+	re := counterKind(led, 0)
+	re.SetReentrant()
+	var servers []*routemesh.Node
+	for i := range 2 {
+		_, n := startNode(t, store, fmt.Sprintf("os%d", i), nodeOpts{role: routemesh.ObjectServer, kinds: []spot.Registration{re}})
+		servers = append(servers, n)
+	}
+	_, cl := startNode(t, store, "oc", nodeOpts{role: routemesh.ObjectClient})
+	waitSpots(t, append(servers, cl)...)
+	ctx := ctxT(t, 20*time.Second)
+	if _, err := spot.Call(ctx, cl, "counter", "a", addP, add{N: 7}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	// a → b → a.get: a's turn is waiting on b, b calls a: reentrant.
+	v, err := spot.Call(ctx, cl, "counter", "a", callP, callOut{Kind: "counter", Target: "b", Then: "a"})
+	if err != nil || v != 7 {
+		t.Fatalf("a → b → a on a reentrant kind: %d, %v; want 7", v, err)
+	}
+	// a → a works too.
+	if v, err := spot.Call(ctx, cl, "counter", "a", callP, callOut{Kind: "counter", Target: "a"}); err != nil || v != 7 {
+		t.Fatalf("a → a: %d, %v", v, err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("reentrant calls took %v", d)
+	}
+}

@@ -46,6 +46,9 @@ func (a *spotActor) start(c actor.Context) {
 	reg := a.ks.reg
 	a.act.turn.Store(0)
 	a.state = reg.newState(a.act.id)
+	if reg.reentrant {
+		a.act.setState(a.state)
+	}
 	if reg.onActivate == nil {
 		return
 	}
@@ -60,15 +63,18 @@ func (a *spotActor) start(c actor.Context) {
 }
 
 func (a *spotActor) context(ctx context.Context, from string, chain []link) *Context {
-	return &Context{Context: ctx, Kind: a.ks.reg.name, ID: a.act.id, Epoch: a.act.epoch, From: from,
-		Node: a.rt.n, act: a.act, turn: a.turns, chain: chain}
+	return turnContext(a.rt, a.ks, a.act, ctx, from, chain)
 }
 
-// turn runs one delivery. The lease is checked before the turn (a fenced
-// owner runs nothing: the caller is sent elsewhere) and before the reply
-// (a lease lost during the turn ends the call with ErrFenced).
+func turnContext(rt *runtime, ks *kindState, act *activation, ctx context.Context, from string, chain []link) *Context {
+	return &Context{Context: ctx, Kind: ks.reg.name, ID: act.id, Epoch: act.epoch, From: from,
+		Node: rt.n, act: act, chain: chain}
+}
+
+// turn runs one delivery in the Spot's turn (or sends it back to the kind
+// actor after the Spot's last turn).
 func (a *spotActor) turn(c actor.Context, d *delivery) {
-	rt, reg := a.rt, a.ks.reg
+	rt := a.rt
 	if a.gone {
 		if a.fail != nil {
 			rt.answer(d.r, &d.h, errorReply(a.fail))
@@ -77,41 +83,71 @@ func (a *spotActor) turn(c actor.Context, d *delivery) {
 		rt.toKind(a.ks, d)
 		return
 	}
+	a.turns++
+	a.act.turn.Store(a.turns)
+	runTurn(rt, a.ks, a.act, a.state, d)
+	a.act.turn.Store(0)
+}
+
+// runTurn runs one delivery's handler with the Spot's state and answers
+// it. The lease is checked before the turn (a fenced owner runs nothing:
+// the caller is sent elsewhere) and before the reply (a lease lost during
+// the turn ends the call with ErrFenced).
+func runTurn(rt *runtime, ks *kindState, act *activation, state any, d *delivery) {
+	reg := ks.reg
 	now := time.Now()
-	a.act.touch(now)
-	if !rt.lease.valid(a.act.gen, now) {
+	act.touch(now)
+	if !rt.lease.valid(act.gen, now) {
 		rt.answer(d.r, &d.h, retryReply("owner fenced"))
 		return
 	}
-	a.turns++
-	a.act.turn.Store(a.turns)
 	ctx, cancel := context.WithDeadline(rt.base, d.r.Deadline)
-	hc := a.context(ctx, d.r.From, d.h.chain)
+	hc := turnContext(rt, ks, act, ctx, d.r.From, d.h.chain)
 	var out []byte
 	var err error
 	if d.r.OneWay {
 		if fn := reg.sends[d.h.packet]; fn != nil {
-			fn(hc, a.state, d.h.body)
+			fn(hc, state, d.h.body)
 		} else {
 			rt.stats.sendsDropped.Add(1)
 		}
 	} else if fn := reg.requests[d.h.packet]; fn != nil {
-		out, err = fn(hc, a.state, d.h.body)
+		out, err = fn(hc, state, d.h.body)
 	} else {
 		err = fmt.Errorf("%w: spot kind %s has no packet %q", wire.ErrUnknownPacket, reg.name, d.h.packet)
 	}
 	cancel()
-	a.act.turn.Store(0)
 	switch {
-	case !rt.lease.valid(a.act.gen, time.Now()):
-		rt.answer(d.r, &d.h, errorReply(fmt.Errorf("%w: %s/%s lost its lease during the turn", ErrFenced, reg.name, a.act.id)))
+	case !rt.lease.valid(act.gen, time.Now()):
+		rt.answer(d.r, &d.h, errorReply(fmt.Errorf("%w: %s/%s lost its lease during the turn", ErrFenced, reg.name, act.id)))
 	case err != nil:
 		if wire.CodeOf(err) == wire.CodeHandler {
 			err = fmt.Errorf("%w: %w", zerr.ErrHandler, err)
 		}
 		rt.answer(d.r, &d.h, errorReply(err))
 	default:
-		rt.answer(d.r, &d.h, okReply(a.act.epoch, out))
+		rt.answer(d.r, &d.h, okReply(act.epoch, out))
+	}
+}
+
+// reentrant runs a delivery that belongs to a call chain one of act's
+// turns is waiting on (a reentrant kind): now, on its own goroutine, while
+// that turn is blocked in its call — so the Spot's state is touched by one
+// goroutine at a time, interleaved only where the waiting turn called out.
+// A panic ends the call with ErrHandler (the Spot is not restarted: its
+// waiting turn still runs).
+func reentrant(rt *runtime, ks *kindState, act *activation, d *delivery) {
+	ok := rt.goStore(func() {
+		defer func() {
+			if p := recover(); p != nil {
+				rt.log.Error().Str("kind", ks.reg.name).Str("id", act.id).Interface("panic", p).Msg("spots: reentrant handler panicked")
+				rt.answer(d.r, &d.h, errorReply(fmt.Errorf("%w: spot %s/%s: handler panicked", zerr.ErrHandler, ks.reg.name, act.id)))
+			}
+		}()
+		runTurn(rt, ks, act, act.getState(), d)
+	})
+	if !ok {
+		rt.answer(d.r, &d.h, errorReply(zerr.ErrShuttingDown))
 	}
 }
 
