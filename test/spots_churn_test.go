@@ -17,8 +17,6 @@ import (
 // Every call is answered, every activation has its own epoch, and a
 // graceful Stop afterwards ends promptly and releases every record.
 func TestSpots_IdleChurnKeepsAnswering(t *testing.T) {
-	t.Skip("blocked: spot/kindactor.go onReleased reuses the entry for a reactivation without resetting closeSent, " +
-		"so the next deactivation of that Spot never sends its deactivate: the Spot takes no call again and Stop waits out its deadline")
 	const (
 		spots       = 100
 		workers     = 16
