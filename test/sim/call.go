@@ -235,7 +235,24 @@ func (n *node) claimPlan(c *claimRun, rec fence.Record, owner fence.OwnerState) 
 	plan := fence.PlanClaim(n.holder(), rec, owner, 0)
 	switch plan.Step {
 	case fence.Mine:
-		n.activateAndTurn(c, rec)
+		if !w.p.ackedMine || n.own[spot] == rec {
+			n.activateAndTurn(c, rec)
+			return
+		}
+		n.op(w.spotShard(spot), func(s *shard) any { return s.touch(spot, rec) }, func(v any, inc uint64, ok bool) {
+			if !ok {
+				n.reply(r, c.proc, errStore)
+				return
+			}
+			res := v.(casResult)
+			c.inc, c.obs = inc, res.at
+			if res.ok {
+				n.acked(c, spot, rec)
+				n.activateAndTurn(c, rec)
+				return
+			}
+			n.replan(c, res.cur)
+		})
 	case fence.Redirect:
 		n.forward(c, plan.Owner)
 	case fence.CheckOwner:
@@ -258,17 +275,30 @@ func (n *node) claimPlan(c *claimRun, rec fence.Record, owner fence.OwnerState) 
 			res := v.(casResult)
 			c.inc, c.obs = inc, res.at
 			if res.ok {
+				n.acked(c, spot, plan.New)
 				n.activateAndTurn(c, plan.New)
 				return
 			}
 			w.st.casConflicts++
-			if c.replans++; c.replans > 3 {
-				n.reply(r, c.proc, errContended)
-				return
-			}
-			n.claimPlan(c, res.cur, fence.Unknown)
+			n.replan(c, res.cur)
 		})
 	}
+}
+
+// acked remembers a record this lifecycle wrote and the store acknowledged.
+func (n *node) acked(c *claimRun, spot int, rec fence.Record) {
+	if n.life == c.life {
+		n.own[spot] = rec
+	}
+}
+
+// replan plans again from the record a refused write found.
+func (n *node) replan(c *claimRun, cur fence.Record) {
+	if c.replans++; c.replans > 3 {
+		n.reply(c.r, c.proc, errContended)
+		return
+	}
+	n.claimPlan(c, cur, fence.Unknown)
 }
 
 // activateAndTurn activates only if the answer came before the deadline
@@ -297,7 +327,7 @@ func (n *node) forward(c *claimRun, owner fence.Holder) {
 	}
 	w.st.redirects++
 	to := w.node(owner.RID)
-	w.tracef("req%d %s → %s (owner %v)", r.id, n.rid, to.rid, owner)
+	w.tracef("req%d spot%d %s → %s (owner %v)", r.id, r.spot, n.rid, to.rid, owner)
 	if w.chance(w.p.loss) {
 		w.drop(r, "lost on the way")
 		return
@@ -340,6 +370,8 @@ func (n *node) sendMove(spot int, m *move) {
 		n.op(w.leaseShard(m.to.RID), func(s *shard) any { return s.checkOwner(m.to) }, func(v any, _ uint64, ok bool) {
 			switch {
 			case n.life != life || n.moving[spot] != m:
+			case !ok && !w.p.settleMoves:
+				delete(n.moving, spot)
 			case !ok:
 				retry()
 			default:
@@ -362,11 +394,14 @@ func (n *node) sendMove(spot int, m *move) {
 		if n.life != life || n.moving[spot] != m {
 			return
 		}
-		if !ok {
+		if !ok && w.p.settleMoves {
 			retry()
 			return
 		}
 		delete(n.moving, spot)
+		if !ok {
+			return // not settled: the Spot is claimable again at once
+		}
 		res := v.(casResult)
 		want := fence.Record{Epoch: m.rec.Epoch}
 		if to.RID != "" {

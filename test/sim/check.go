@@ -12,6 +12,13 @@ const (
 	kindClaim    = 'c'
 	kindTransfer = 't'
 	kindRelease  = 'r'
+	kindTouch    = 'k' // a write of the same record, to have it confirmed (ackedMine)
+)
+
+// Scenario hooks: what w.on is told.
+const (
+	hookWrite    = "write"
+	hookActivate = "activate"
 )
 
 // applied is one record write as the master applied it, in true time.
@@ -48,9 +55,12 @@ func (w *world) bound() time.Duration {
 // epochs of owner records strictly increase while no write is lost.
 func (w *world) applied(spot int, kind byte, rec fence.Record) int {
 	h := w.hist[spot]
-	if kind != kindRelease && w.lossAt < 0 {
+	if w.on != nil {
+		defer w.on(hookWrite, spot, rec)
+	}
+	if (kind == kindClaim || kind == kindTransfer) && w.lossAt < 0 {
 		for i := len(h) - 1; i >= 0; i-- {
-			if h[i].kind != kindRelease {
+			if !h[i].lost && (h[i].kind == kindClaim || h[i].kind == kindTransfer) {
 				if rec.Epoch <= h[i].rec.Epoch {
 					w.problem("spot %d: epoch %d written after epoch %d with no write lost", spot, rec.Epoch, h[i].rec.Epoch)
 				}
@@ -68,6 +78,9 @@ func (w *world) activated(a *activation) {
 	w.st.activations++
 	w.actsOf[a.spot] = append(w.actsOf[a.spot], a)
 	w.tracef("%s ACTIVATES spot%d %v", a.n.rid, a.spot, a.rec)
+	if w.on != nil {
+		defer w.on(hookActivate, a.spot, a.rec)
+	}
 	k := spotEpoch{a.spot, a.rec.Epoch}
 	hs := w.actsBy[k]
 	if hs == nil {
@@ -138,7 +151,7 @@ func (w *world) turn(a *activation, r *request) {
 func (w *world) authorityEnd(a *activation) (time.Duration, string) {
 	end, by := time.Duration(1<<62), ""
 	for _, h := range w.hist[a.spot] {
-		if h.at > a.obs && (h.rec != a.rec || h.kind == kindRelease) {
+		if h.at > a.obs && h.kind != kindTouch && (h.rec != a.rec || h.kind == kindRelease) {
 			end, by = h.at, fmt.Sprintf("the record became %v (%c)", h.rec, h.kind)
 			break
 		}

@@ -31,6 +31,8 @@ type node struct {
 	inc     []uint64              // per shard: last incarnation seen (0: none yet)
 	conf    []*fence.Lease        // per shard: confirmations of inc (the confirm rule)
 	logs    []time.Duration       // when this node logged evidence of a lost store write
+	own     map[int]fence.Record  // records this lifecycle wrote and the store acknowledged
+	lateOps int                   // scenarios: the next this many requests apply only after their deadline
 
 	// the clock: local = base + (now − t0)·(1 + drift); its rate may change
 	// (within ρ/2 of true time) but it never steps.
@@ -90,6 +92,7 @@ func (n *node) newLifecycle() {
 	n.created = false
 	n.acts = make([]*activation, n.w.p.spots)
 	n.moving = map[int]*move{}
+	n.own = map[int]fence.Record{}
 }
 
 // refence ends the lifecycle without a crash (R1): every activation is
@@ -159,13 +162,14 @@ func (n *node) op(s int, fn func(*shard) any, done func(v any, inc uint64, ok bo
 		return
 	}
 	delay := w.lat()
-	if w.chance(w.p.late) {
+	if n.lateOps > 0 || w.chance(w.p.late) {
+		n.lateOps = max(n.lateOps-1, 0)
 		w.st.late++
 		delay = n.localDur(w.p.timeout) + w.between(0, w.p.fence.TTL)
 	}
 	w.after(delay, func() {
 		sh := w.shards[s]
-		sh.last = nil
+		sh.last, sh.caller = nil, n.rid
 		v := fn(sh)
 		wr, inc := sh.last, sh.inc
 		answer := func() {

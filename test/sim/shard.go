@@ -21,6 +21,7 @@ type shard struct {
 	recs   map[int]fence.Record
 	log    []*write // the last writes in replication order, newest last
 	last   *write   // the write of the operation being applied (nil for a read or a refusal)
+	caller string   // who sent the operation being applied (for the trace)
 }
 
 // write is one applied write: how to undo it, when the replica has it,
@@ -53,7 +54,7 @@ func (s *shard) tombstoned(h fence.Holder) bool {
 
 // wrote logs a write; the replica gets it after a lag, in order.
 func (s *shard) wrote(what string, undo func()) {
-	rep := s.w.now + s.w.between(0, s.w.p.replLag)
+	rep := s.w.now + s.w.between(s.w.p.replLagMin, max(s.w.p.replLag, s.w.p.replLagMin))
 	if n := len(s.log); n > 0 {
 		rep = max(rep, s.log[n-1].replicated)
 	}
@@ -63,7 +64,7 @@ func (s *shard) wrote(what string, undo func()) {
 		s.log = s.log[1:]
 	}
 	s.last = wr
-	s.w.tracef("shard%d/%d %s", s.id, s.inc, what)
+	s.w.tracef("shard%d/%d %s by %s", s.id, s.inc, what, s.caller)
 }
 
 // createLease is R1's only create: refused when the key exists or the
@@ -112,8 +113,9 @@ func (s *shard) restore(m map[fence.Holder]time.Duration, h fence.Holder, prev t
 // checkOwner is R3's owner check: live, or gone and tombstoned (kept 10 ×
 // TTL by this shard's clock) in the same step.
 func (s *shard) checkOwner(h fence.Holder) fence.OwnerState {
+	s.step("check", -1)
 	if s.live(h) {
-		s.w.tracef("shard%d check %v: live", s.id, h)
+		s.w.tracef("shard%d check %v by %s: live", s.id, h, s.caller)
 		return fence.Live
 	}
 	prev, had := s.tombs[h]
@@ -130,16 +132,25 @@ type casResult struct {
 	at  time.Duration
 }
 
+// step tells a scenario hook (w.onStep) which claim step is applied now.
+func (s *shard) step(what string, spot int) {
+	if s.w.onStep != nil {
+		s.w.onStep(s.caller, what, spot)
+	}
+}
+
 func (s *shard) read(spot int) casResult {
-	s.w.tracef("shard%d read spot%d: %v", s.id, spot, s.recs[spot])
+	s.step("read", spot)
+	s.w.tracef("shard%d read spot%d by %s: %v", s.id, spot, s.caller, s.recs[spot])
 	return casResult{cur: s.recs[spot], at: s.w.now}
 }
 
 // cas is R3's compare-and-set on owner, generation and epoch.
 func (s *shard) cas(spot int, expect, next fence.Record) casResult {
+	s.step("cas", spot)
 	cur := s.recs[spot]
 	if cur != expect {
-		s.w.tracef("shard%d cas spot%d %v→%v refused: found %v", s.id, spot, expect, next, cur)
+		s.w.tracef("shard%d cas spot%d %v→%v by %s refused: found %v", s.id, spot, expect, next, s.caller, cur)
 		return casResult{cur: cur, at: s.w.now}
 	}
 	if next.Epoch <= expect.Epoch || !next.Owned() {
@@ -147,6 +158,18 @@ func (s *shard) cas(spot int, expect, next fence.Record) casResult {
 	}
 	s.set(spot, cur, next, kindClaim)
 	return casResult{ok: true, cur: next, at: s.w.now}
+}
+
+// touch writes rec again if it is the record (ackedMine): its
+// acknowledgement (after WAIT) confirms the record is replicated.
+func (s *shard) touch(spot int, rec fence.Record) casResult {
+	cur := s.recs[spot]
+	if cur != rec {
+		s.w.tracef("shard%d touch spot%d %v refused: found %v", s.id, spot, rec, cur)
+		return casResult{cur: cur, at: s.w.now}
+	}
+	s.set(spot, cur, rec, kindTouch)
+	return casResult{ok: true, cur: rec, at: s.w.now}
 }
 
 // release (R4) clears the owner if the record equals rec; the epoch stays.

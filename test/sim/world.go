@@ -44,6 +44,18 @@ type params struct {
 	// is the one it was claimed under and was confirmed within the lease
 	// deadline (a fence.Lease per shard).
 	confirm bool
+	// ackedMine is a second candidate rule: a claim that finds the record
+	// already naming its own lifecycle (fence.Mine) activates only on a
+	// write of that lifecycle the store acknowledged (its own claim, or a
+	// same-value "touch" write sent now), never on a read alone: a read
+	// from the master can see a write no replica has yet.
+	ackedMine bool
+	// settleMoves: after a release or transfer whose answer was lost the
+	// node retries it until an answer is definite, and neither activates
+	// the Spot nor takes calls for it meanwhile (a late request may still
+	// apply). Off: the Spot is claimable again at once.
+	settleMoves bool
+	replLagMin  time.Duration // the least replica lag (scenarios)
 }
 
 func defaultParams() params {
@@ -69,6 +81,8 @@ func defaultParams() params {
 		doubleLoss:   0.1,
 		emptyRestart: true,
 		confirm:      true,
+		ackedMine:    true,
+		settleMoves:  true,
 	}
 }
 
@@ -149,6 +163,10 @@ type world struct {
 	trace      []string // ring of the last trace lines
 	traceAt    int
 	firstTrace string // the trace up to the first problem
+	// on, when set, is told of every record write and activation
+	// (scripted scenarios react to them).
+	on     func(what string, spot int, rec fence.Record)
+	onStep func(caller, step string, spot int) // every claim step as a shard applies it
 }
 
 func newWorld(seed uint64, p params) *world {
