@@ -2,9 +2,12 @@ package sim
 
 import (
 	"flag"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 var (
@@ -36,6 +39,9 @@ func runSeed(t *testing.T, seed uint64, p params) *world {
 	w := newWorld(seed, p)
 	w.run()
 	if len(w.problems) > 0 {
+		w = newWorld(seed, p) // again, with the trace
+		w.tracing = true
+		w.run()
 		t.Errorf("seed %d: %d problems (rerun: go test ./test/sim -run '%s' -seed %d -steps 200)\nfirst: %s\n%s\nlast steps:\n%s",
 			seed, len(w.problems), t.Name(), seed, w.problems[0], w.summary(), w.lastStepsBefore(*traceLines))
 	}
@@ -52,40 +58,39 @@ func (w *world) lastStepsBefore(n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// total sums the stats of several runs.
+// total sums the stats of several runs (the longest overlap: the max).
 func total(ws []*world) stats {
 	var s stats
+	sum := reflect.ValueOf(&s).Elem()
 	for _, w := range ws {
-		a, b := &s, w.st
-		a.turns += b.turns
-		a.served += b.served
-		a.overlaps += b.overlaps
-		a.orphans += b.orphans
-		a.maxOverlap = max(a.maxOverlap, b.maxOverlap)
-		a.failovers += b.failovers
-		a.restarts += b.restarts
-		a.lostAcked += b.lostAcked
-		a.crashes += b.crashes
-		a.pauses += b.pauses
-		a.cuts += b.cuts
-		a.late += b.late
-		a.refusedRenew += b.refusedRenew
-		a.refusedWhileValid += b.refusedWhileValid
-		a.tombRefusals += b.tombRefusals
-		a.deadlineFences += b.deadlineFences
-		a.reregs += b.reregs
-		a.checksGone += b.checksGone
-		a.casConflicts += b.casConflicts
-		a.redirects += b.redirects
-		a.activations += b.activations
-		a.confirmFences += b.confirmFences
-		a.incLogs += b.incLogs
-		a.releases += b.releases
-		a.transfers += b.transfers
-		a.movesLog += b.movesLog
-		a.bursts += b.bursts
-		a.dupActivations += b.dupActivations
-		a.events += b.events
+		v := reflect.ValueOf(w.st)
+		for i := 0; i < v.NumField(); i++ {
+			f := sum.Field(i)
+			f = reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem() // unexported
+			switch {
+			case f.Type() == reflect.TypeOf(time.Duration(0)):
+				f.SetInt(max(f.Int(), v.Field(i).Int()))
+			default:
+				f.SetInt(f.Int() + v.Field(i).Int())
+			}
+		}
 	}
 	return s
+}
+
+// line prints every counter that is not zero.
+func (s stats) line() string {
+	var b strings.Builder
+	v := reflect.ValueOf(s)
+	for i := 0; i < v.NumField(); i++ {
+		x := v.Field(i)
+		switch {
+		case x.IsZero():
+		case x.Type() == reflect.TypeOf(time.Duration(0)):
+			fmt.Fprintf(&b, "%s %v, ", v.Type().Field(i).Name, time.Duration(x.Int()))
+		default:
+			fmt.Fprintf(&b, "%s %d, ", v.Type().Field(i).Name, x.Int())
+		}
+	}
+	return strings.TrimSuffix(b.String(), ", ")
 }

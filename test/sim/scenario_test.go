@@ -24,6 +24,7 @@ type scenario struct {
 func newScenario(t *testing.T, seed uint64, p params) *scenario {
 	t.Helper()
 	s := &scenario{t: t, world: newWorld(seed, p)}
+	s.tracing = true
 	s.runUntil(100*time.Millisecond + 2*max(p.replLag, p.replLagMin)) // every lease created and acknowledged
 	for _, n := range s.nodes {
 		if !n.lease.Valid(n.local()) {

@@ -237,6 +237,7 @@ func (s *shard) failover(k int) {
 		w.tracef("shard%d failover loses %s (acked %v)", s.id, wr.what, wr.acked)
 	}
 	s.log = s.log[:cut]
+	w.st.lostWrites += writes
 	s.inc++
 	old := s.drift
 	s.drift = w.drift()

@@ -124,7 +124,8 @@ type stats struct {
 	orphans                       int           // incidents of an activation whose own claim write was lost
 	maxOverlap                    time.Duration // longest overlap seen (true time)
 	failovers, restarts           int
-	lostAcked                     int // acknowledged writes lost by failovers and restarts
+	lostAcked                     int // acknowledged writes (or keys) lost by failovers and restarts
+	lostWrites                    int // every write lost by failovers, acknowledged or not
 	crashes, pauses, cuts, late   int
 	created, refusedRenew         int // leases created; renewals refused
 	refusedWhileValid             int // of those, while the node still counted the lease valid (logged)
@@ -162,6 +163,7 @@ type world struct {
 	problems   []string
 	trace      []string // ring of the last trace lines
 	traceAt    int
+	tracing    bool
 	firstTrace string // the trace up to the first problem
 	// on, when set, is told of every record write and activation
 	// (scripted scenarios react to them).
@@ -228,8 +230,13 @@ func (w *world) problem(format string, args ...any) {
 
 const traceLen = 256
 
-// tracef appends one line to the ring of recent steps printed on failure.
+// tracef appends one line to the ring of recent steps printed on failure
+// (when tracing: runs are deterministic, so a failing seed is run again
+// with tracing on).
 func (w *world) tracef(format string, args ...any) {
+	if !w.tracing {
+		return
+	}
 	line := fmt.Sprintf("%9v  ", w.now) + fmt.Sprintf(format, args...)
 	if len(w.trace) < traceLen {
 		w.trace = append(w.trace, line)
