@@ -34,17 +34,16 @@ type request struct {
 
 // activation is one Spot activation on one node lifecycle.
 type activation struct {
-	n        *node
-	proc     uint64
-	spot     int
-	rec      fence.Record
-	inc      uint64        // the spot shard's incarnation it was claimed under
-	obs      time.Duration // true time the master showed (or wrote) its record
-	created  time.Duration
-	inflight int // turns past their check
-	ended    bool
-	turns    int
-	counted  map[time.Duration]bool // overlap starts already counted
+	n       *node
+	proc    uint64
+	spot    int
+	rec     fence.Record
+	inc     uint64        // the spot shard's incarnation it was claimed under
+	obs     time.Duration // true time the master showed (or wrote) its record
+	created time.Duration
+	ended   bool
+	turns   int
+	counted map[time.Duration]bool // overlap starts already counted
 }
 
 // move is a release or transfer (R4) of a deactivated Spot; it is retried
@@ -53,9 +52,8 @@ type activation struct {
 type move struct {
 	rec     fence.Record
 	to      fence.Holder // zero: release
-	act     *activation
-	waiting bool // for the activation's turns in flight
-	checked bool // the target's lease was found live
+	waiting bool         // for the Spot's turns in flight (of any activation)
+	checked bool         // the target's lease was found live
 	tries   int
 }
 
@@ -144,7 +142,7 @@ func (n *node) handle(r *request) {
 		n.reply(r, proc, errNoLease) // without a valid lease a node never claims
 		return
 	}
-	n.claimRead(&claimRun{r: r, proc: proc, life: n.life})
+	n.claimRead(&claimRun{r: r, proc: proc, life: n.life, moves: n.moves[r.spot]})
 }
 
 // actValid is the check before every act: the lifecycle's lease (R2) and,
@@ -163,17 +161,17 @@ func (n *node) actValid(a *activation) bool {
 
 // runTurn runs r's turn after the check → act pause.
 func (n *node) runTurn(a *activation, r *request) {
-	a.inflight++
+	n.inflight[a.spot]++
 	proc := n.proc
 	n.w.after(n.localDur(n.w.between(0, n.w.p.maxPause)), func() {
-		a.inflight--
+		n.inflight[a.spot]--
 		if n.proc != proc || !n.alive {
 			n.w.drop(r, n.rid+" crashed mid-turn")
 			return
 		}
 		n.w.turn(a, r)
 		n.reply(r, proc, "")
-		if m := n.moving[a.spot]; m != nil && m.act == a && m.waiting && a.inflight == 0 {
+		if m := n.moving[a.spot]; m != nil && m.waiting && n.inflight[a.spot] == 0 {
 			m.waiting = false
 			n.sendMove(a.spot, m)
 		}
@@ -210,6 +208,7 @@ type claimRun struct {
 	proc, life uint64
 	inc        uint64        // the spot shard's incarnation in its last answer
 	obs        time.Duration // true time of that answer's view
+	moves      int           // the node's moves of the Spot when the claim began
 	replans    int
 }
 
@@ -302,9 +301,11 @@ func (n *node) replan(c *claimRun, cur fence.Record) {
 }
 
 // activateAndTurn activates only if the answer came before the deadline
-// (R3), and never while a move of the Spot is unsettled.
+// (R3), never while a move of the Spot is unsettled, and never on a view
+// older than the node's own last move of the Spot (a claim that read the
+// record before the node released it must not take it back on that read).
 func (n *node) activateAndTurn(c *claimRun, rec fence.Record) {
-	if n.life != c.life || n.moving[c.r.spot] != nil || !n.lease.Valid(n.local()) {
+	if n.life != c.life || n.moving[c.r.spot] != nil || n.moves[c.r.spot] != c.moves || !n.lease.Valid(n.local()) {
 		n.reply(c.r, c.proc, errFenced)
 		return
 	}
@@ -342,13 +343,15 @@ func (n *node) startMove(spot int, to *node) {
 	if a == nil || !n.actValid(a) || n.moving[spot] != nil {
 		return
 	}
-	m := &move{rec: a.rec, act: a, waiting: true}
+	m := &move{rec: a.rec, waiting: true}
 	if to != nil && to != n && to.alive {
 		m.to = to.holder()
 	}
 	n.moving[spot] = m
+	n.moves[spot]++
+	delete(n.own, spot)
 	n.endAct(a, "deactivated to move")
-	if a.inflight == 0 {
+	if n.inflight[spot] == 0 {
 		m.waiting = false
 		n.sendMove(spot, m)
 	}

@@ -149,3 +149,22 @@ func TestFinding_UnsettledReleaseNeedsSettling(t *testing.T) {
 		}
 	}
 }
+
+// Finding 1 in the random worlds: without the confirm rule, overlaps by
+// activations whose own claim write was lost outlast TTL + margin on the
+// fixed seeds (every other overlap stays within it and everything is
+// still logged).
+func TestFinding_RandomWorldsWithoutConfirm(t *testing.T) {
+	t.Parallel()
+	p := defaultParams()
+	p.confirm = false
+	var ws []*world
+	for _, seed := range fixedSeeds {
+		ws = append(ws, runSeed(t, seed, p))
+	}
+	s := total(ws)
+	if s.orphans == 0 || s.maxOverlap <= ws[0].bound() {
+		t.Fatalf("%d orphaned overlaps, the longest %v: R1–R4 alone now bound them (bound %v)", s.orphans, s.maxOverlap, ws[0].bound())
+	}
+	t.Logf("without confirm: %d overlaps, %d by orphaned activations, the longest %v (bound %v)", s.overlaps, s.orphans, s.maxOverlap, ws[0].bound())
+}

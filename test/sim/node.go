@@ -15,24 +15,26 @@ var epoch0 = time.Unix(0, 0)
 // activations) also ends when the lease is refused or its deadline passes,
 // and the node then registers again under a new generation without a crash.
 type node struct {
-	w       *world
-	id      int
-	rid     string
-	gen     uint64
-	proc    uint64 // bumps on crash: answers to a dead process are dropped
-	life    uint64 // bumps on crash and re-registration
-	lease   *fence.Lease
-	created bool // R1: the create was sent; from now on only renewals
-	acts    []*activation
-	moving  map[int]*move
-	alive   bool
-	frozen  time.Duration         // true time until which the process is paused
-	cut     map[int]time.Duration // per shard: true time until which it is unreachable
-	inc     []uint64              // per shard: last incarnation seen (0: none yet)
-	conf    []*fence.Lease        // per shard: confirmations of inc (the confirm rule)
-	logs    []time.Duration       // when this node logged evidence of a lost store write
-	own     map[int]fence.Record  // records this lifecycle wrote and the store acknowledged
-	lateOps int                   // scenarios: the next this many requests apply only after their deadline
+	w        *world
+	id       int
+	rid      string
+	gen      uint64
+	proc     uint64 // bumps on crash: answers to a dead process are dropped
+	life     uint64 // bumps on crash and re-registration
+	lease    *fence.Lease
+	created  bool // R1: the create was sent; from now on only renewals
+	acts     []*activation
+	inflight map[int]int // per Spot: turns past their check, of any activation or lifecycle
+	moving   map[int]*move
+	moves    map[int]int // per Spot: moves this lifecycle started
+	alive    bool
+	frozen   time.Duration         // true time until which the process is paused
+	cut      map[int]time.Duration // per shard: true time until which it is unreachable
+	inc      []uint64              // per shard: last incarnation seen (0: none yet)
+	conf     []*fence.Lease        // per shard: confirmations of inc (the confirm rule)
+	logs     []time.Duration       // when this node logged evidence of a lost store write
+	own      map[int]fence.Record  // records this lifecycle wrote and the store acknowledged
+	lateOps  int                   // scenarios: the next this many requests apply only after their deadline
 
 	// the clock: local = base + (now − t0)·(1 + drift); its rate may change
 	// (within ρ/2 of true time) but it never steps.
@@ -73,7 +75,7 @@ func (n *node) boot() {
 	n.alive, n.frozen = true, 0
 	n.proc++
 	if n.cut == nil {
-		n.cut = map[int]time.Duration{}
+		n.cut, n.inflight = map[int]time.Duration{}, map[int]int{}
 	}
 	n.inc = make([]uint64, n.w.p.shards)
 	n.conf = make([]*fence.Lease, n.w.p.shards)
@@ -92,6 +94,7 @@ func (n *node) newLifecycle() {
 	n.created = false
 	n.acts = make([]*activation, n.w.p.spots)
 	n.moving = map[int]*move{}
+	n.moves = map[int]int{}
 	n.own = map[int]fence.Record{}
 }
 

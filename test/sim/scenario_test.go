@@ -260,3 +260,73 @@ func TestScenario_ClaimStepsInterleave(t *testing.T) {
 	}
 	t.Logf("interleaved in %d of 10 runs, %d refused compare-and-sets", interleaved, conflicts)
 }
+
+// Process pauses and drift: an owner whose clock runs slow by ρ/2 while
+// its lease shard's runs fast by ρ/2 (the worst case for R2) pauses for
+// 2 × TTL. Another node claims the Spot once the lease is gone; the owner
+// wakes past its deadline, fences and registers again; no overlap.
+func TestScenario_LongPauseWorstDriftNoOverlap(t *testing.T) {
+	for seed := uint64(1); seed <= 5; seed++ {
+		s := newScenario(t, seed, quiet())
+		x, y := s.nodes[0], s.nodes[1]
+		ls := s.leaseShard(x.rid)
+		x.setDrift(-s.p.fence.Rho / 2)
+		s.shards[ls].drift = s.p.fence.Rho / 2
+		spot := s.spotOn(func(sh int) bool { return sh != ls })
+		s.issue(x, spot)
+		s.runUntil(300 * time.Millisecond)
+		s.callEvery(x, spot, 3*time.Millisecond, 2*time.Second)
+		s.callEvery(y, spot, 5*time.Millisecond, 2*time.Second)
+		s.after(50*time.Millisecond, func() { x.freezeUntil(s.now + 2*s.p.fence.TTL) })
+		s.finish()
+		if s.st.overlaps != 0 || x.gen < 2 || len(s.actsOf[spot]) < 2 {
+			t.Fatalf("seed %d: %d overlaps, %s generation %d, %d activations", seed, s.st.overlaps, x.rid, x.gen, len(s.actsOf[spot]))
+		}
+	}
+}
+
+// An empty restart of the whole store: every lease, tombstone and record
+// is gone. Every node's next renewal is refused while it still counts its
+// lease valid (logged), and it fences and registers again without a
+// crash; Spots are claimed anew. Overlaps stay within the bound. Epochs
+// start again at 1: without persisted state, epochs strictly increase
+// only while no write is lost.
+func TestScenario_EmptyRestartWholeStore(t *testing.T) {
+	for seed := uint64(1); seed <= 5; seed++ {
+		s := newScenario(t, seed, quiet())
+		for i, n := range s.nodes {
+			s.issue(n, i)
+		}
+		s.runUntil(300 * time.Millisecond)
+		for i, n := range s.nodes {
+			s.callEvery(n, i, 4*time.Millisecond, 2*time.Second)
+			s.callEvery(s.nodes[(i+1)%len(s.nodes)], i, 6*time.Millisecond, 2*time.Second)
+		}
+		restart := s.now + 100*time.Millisecond
+		s.at(restart, func() {
+			for _, sh := range s.shards {
+				sh.restartEmpty()
+			}
+		})
+		s.finish()
+		for _, n := range s.nodes {
+			if n.gen < 2 || len(n.logs) == 0 {
+				t.Fatalf("seed %d: %s generation %d, %d logs: want a logged re-registration", seed, n.rid, n.gen, len(n.logs))
+			}
+		}
+		if s.st.crashes != 0 || s.st.refusedWhileValid < len(s.nodes) {
+			t.Fatalf("seed %d: %d crashes, %d refusals while valid", seed, s.st.crashes, s.st.refusedWhileValid)
+		}
+		for i := range s.nodes {
+			var first *applied
+			for j, h := range s.hist[i] {
+				if h.at > restart && h.kind == kindClaim && first == nil {
+					first = &s.hist[i][j]
+				}
+			}
+			if first == nil || first.rec.Epoch != 1 || s.actsOf[i][len(s.actsOf[i])-1].created < restart {
+				t.Fatalf("seed %d: spot %d: first claim after the restart %v, want epoch 1 and a new activation", seed, i, first)
+			}
+		}
+	}
+}
