@@ -11,7 +11,7 @@ import (
 )
 
 var (
-	extraSeeds = flag.Int("seeds", 0, "run this many more seeds (from the clock) in every configuration")
+	extraSeeds = flag.Int("seeds", 0, "TestSim_MoreSeeds: run this many more seeds (from the clock) in every configuration")
 	oneSeed    = flag.Uint64("seed", 0, "run only this seed (replay a failure)")
 	traceLines = flag.Int("steps", 40, "trace lines printed with a failure")
 )
@@ -23,12 +23,17 @@ var fixedSeeds = []uint64{1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610,
 	// activateAndTurn checks the node's moves).
 	7514152703863879838, 11140803341536719250, 5758115981791682134}
 
-// seeds are the fixed ones, only -seed if given, plus -seeds N more.
+// seeds are the fixed ones, or only -seed if given.
 func seeds() []uint64 {
 	if *oneSeed != 0 {
 		return []uint64{*oneSeed}
 	}
-	out := append([]uint64{}, fixedSeeds...)
+	return fixedSeeds
+}
+
+// moreSeeds are the -seeds N extra ones (from the clock, printed on failure).
+func moreSeeds() []uint64 {
+	var out []uint64
 	base := uint64(time.Now().UnixNano())
 	for i := 0; i < *extraSeeds; i++ {
 		out = append(out, base+uint64(i)*0x9e3779b97f4a7c15)

@@ -5,6 +5,48 @@ import (
 	"testing"
 )
 
+// config is one world configuration the seed tests run, with what it
+// asserts beyond the checks every world runs.
+type config struct {
+	name  string
+	p     params
+	check func(t *testing.T, seed uint64, w *world)
+}
+
+func noLossCheck(t *testing.T, seed uint64, w *world) {
+	t.Helper()
+	if w.st.overlaps != 0 || w.lossAt >= 0 || w.st.dupActivations != 0 {
+		t.Errorf("seed %d: %d overlaps, %d duplicate activations, acknowledged loss at %v, in a run that must lose none",
+			seed, w.st.overlaps, w.st.dupActivations, w.lossAt)
+	}
+}
+
+func configs() []config {
+	single, double := defaultParams(), defaultParams()
+	single.wait, single.doubleLoss, single.emptyRestart = true, 0, false
+	double.wait = true
+	return []config{
+		{"no lost write", noLoss(), noLossCheck},
+		{"lost writes", defaultParams(), nil},
+		{"WAIT, single failovers", single, noLossCheck},
+		{"WAIT, double failures and restarts", double, nil},
+	}
+}
+
+// runConfig runs c on seeds and returns the worlds.
+func runConfig(t *testing.T, c config, seeds []uint64) []*world {
+	t.Helper()
+	var ws []*world
+	for _, seed := range seeds {
+		w := runSeed(t, seed, c.p)
+		if c.check != nil {
+			c.check(t, seed, w)
+		}
+		ws = append(ws, w)
+	}
+	return ws
+}
+
 // need fails the test when a path the configuration is meant to exercise
 // never happened on the seeds run (so a check is tested, not only stated).
 func need(t *testing.T, what string, n int) {
@@ -22,15 +64,7 @@ func need(t *testing.T, what string, n int) {
 // one activating lifecycle, and every call ends exactly once.
 func TestSim_NoLostWriteNoOverlap(t *testing.T) {
 	t.Parallel()
-	var ws []*world
-	for _, seed := range seeds() {
-		w := runSeed(t, seed, noLoss())
-		if w.st.overlaps != 0 || w.lossAt >= 0 || w.st.dupActivations != 0 {
-			t.Errorf("seed %d: %d overlaps, %d duplicate activations, loss at %v, without a lost write",
-				seed, w.st.overlaps, w.st.dupActivations, w.lossAt)
-		}
-		ws = append(ws, w)
-	}
+	ws := runConfig(t, configs()[0], seeds())
 	s := total(ws)
 	for what, n := range map[string]int{"turn": s.turns, "crash": s.crashes, "pause": s.pauses, "partition": s.cuts,
 		"late request": s.late, "deadline fence": s.deadlineFences, "crash-free re-registration": s.reregs,
@@ -48,10 +82,7 @@ func TestSim_NoLostWriteNoOverlap(t *testing.T) {
 // that overlapped (checked at the end), as the runtime would log it.
 func TestSim_LostWritesOverlapBoundedAndCounted(t *testing.T) {
 	t.Parallel()
-	var ws []*world
-	for _, seed := range seeds() {
-		ws = append(ws, runSeed(t, seed, defaultParams()))
-	}
+	ws := runConfig(t, configs()[1], seeds())
 	s := total(ws)
 	for what, n := range map[string]int{"failover": s.failovers, "empty restart": s.restarts, "lost acknowledged write": s.lostAcked,
 		"overlap": s.overlaps, "orphaned activation": s.orphans, "refusal while valid": s.refusedWhileValid,
@@ -68,28 +99,12 @@ func TestSim_LostWritesOverlapBoundedAndCounted(t *testing.T) {
 // writes nobody counted, so nothing may overlap even across failovers;
 // only losing the replica too (a double failure) or an empty restart can,
 // and then within the bound.
-func TestSim_WaitForReplica(t *testing.T) {
+func TestSim_WaitForReplicaNoOverlapAcrossFailovers(t *testing.T) {
 	t.Parallel()
-	single := defaultParams()
-	single.wait, single.doubleLoss, single.emptyRestart = true, 0, false
-	var ws []*world
-	for _, seed := range seeds() {
-		w := runSeed(t, seed, single)
-		if w.st.overlaps != 0 || w.lossAt >= 0 {
-			t.Errorf("seed %d: %d overlaps, acknowledged loss at %v, with WAIT and single failovers", seed, w.st.overlaps, w.lossAt)
-		}
-		ws = append(ws, w)
-	}
-	s := total(ws)
+	s := total(runConfig(t, configs()[2], seeds()))
 	need(t, "failover", s.failovers)
 	need(t, "lost unacknowledged write", s.lostWrites)
-	double := defaultParams()
-	double.wait = true
-	ws = nil
-	for _, seed := range seeds() {
-		ws = append(ws, runSeed(t, seed, double))
-	}
-	need(t, "overlap after a double failure or restart", total(ws).overlaps)
+	need(t, "overlap after a double failure or restart", total(runConfig(t, configs()[3], seeds())).overlaps)
 }
 
 // Without faults nothing is lost and nothing may overlap; calls fail only
@@ -137,4 +152,26 @@ func TestSim_Deterministic(t *testing.T) {
 	if a.summary() != b.summary() || a.st != b.st || a.lastSteps(traceLen) != b.lastSteps(traceLen) || len(a.problems) != len(b.problems) {
 		t.Fatalf("seed 42 ran twice differently:\n%s\n%s", a.summary(), b.summary())
 	}
+}
+
+// -seeds N: N more seeds from the clock in every configuration, each
+// printed on failure (go test ./test/sim -run MoreSeeds -seeds 500).
+func TestSim_MoreSeeds(t *testing.T) {
+	if *extraSeeds == 0 || *oneSeed != 0 {
+		t.Skip("run with -seeds N for more seeds")
+	}
+	for _, c := range configs() {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			t.Logf("%s: %s", c.name, total(runConfig(t, c, moreSeeds())).line())
+		})
+	}
+	t.Run("without confirm", func(t *testing.T) {
+		t.Parallel()
+		p := defaultParams()
+		p.confirm = false
+		for _, seed := range moreSeeds() {
+			runSeed(t, seed, p)
+		}
+	})
 }

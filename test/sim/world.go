@@ -59,7 +59,7 @@ type params struct {
 }
 
 func defaultParams() params {
-	return params{
+	p := params{
 		fence:        fence.Config{TTL: 600 * time.Millisecond, RenewEvery: 100 * time.Millisecond, Rho: 0.01, Margin: 100 * time.Millisecond},
 		maxPause:     90 * time.Millisecond,
 		maxLat:       5 * time.Millisecond,
@@ -84,6 +84,10 @@ func defaultParams() params {
 		ackedMine:    true,
 		settleMoves:  true,
 	}
+	if marginZeroBuild {
+		p.fence.Margin = 0
+	}
+	return p
 }
 
 // noLoss are the defaults without anything that can lose an acknowledged
