@@ -44,6 +44,11 @@ func (rt *runtime) claim(kind, id string) claimResult {
 		p := fence.PlanClaim(self, cur, owner, 0)
 		switch p.Step {
 		case fence.Redirect:
+			if p.Owner.RID == rid {
+				// An earlier lease generation of this node still holds it
+				// (its key lives until its TTL): wait, do not redirect.
+				return claimResult{retry: "an earlier ownership lease of " + rid + " is still live"}
+			}
 			return claimResult{owner: p.Owner.RID}
 		case fence.CheckOwner:
 			ctx, cancel := rt.storeCtx()

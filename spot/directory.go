@@ -106,6 +106,9 @@ type directory struct {
 type dirShard struct {
 	mu sync.RWMutex
 	m  map[string]*activation
+	// slow counts, per ID, deliveries on their way through the kind actor:
+	// while there are any, later ones follow them (FIFO per caller).
+	slow map[string]int32
 }
 
 func newDirectory() *directory {
@@ -126,6 +129,45 @@ func (d *directory) get(id string) *activation {
 	a := s.m[id]
 	s.mu.RUnlock()
 	return a
+}
+
+// route returns the activation a delivery for id may go to directly, or
+// nil after counting the delivery as one that goes through the kind actor
+// (no activation, a closing one, or earlier deliveries still on that way).
+func (d *directory) route(id string) *activation {
+	s := d.shard(id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a := s.m[id]; a != nil && s.slow[id] == 0 && !a.closing.Load() {
+		return a
+	}
+	d.countSlowLocked(s, id)
+	return nil
+}
+
+// countSlow counts a delivery that goes through the kind actor.
+func (d *directory) countSlow(id string) {
+	s := d.shard(id)
+	s.mu.Lock()
+	d.countSlowLocked(s, id)
+	s.mu.Unlock()
+}
+
+func (d *directory) countSlowLocked(s *dirShard, id string) {
+	if s.slow == nil {
+		s.slow = map[string]int32{}
+	}
+	s.slow[id]++
+}
+
+// slowDone: the kind actor has queued a counted delivery.
+func (d *directory) slowDone(id string) {
+	s := d.shard(id)
+	s.mu.Lock()
+	if s.slow[id]--; s.slow[id] <= 0 {
+		delete(s.slow, id)
+	}
+	s.mu.Unlock()
 }
 
 func (d *directory) put(a *activation) {

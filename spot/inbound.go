@@ -55,7 +55,7 @@ func (rt *runtime) inbound(r *routemesh.Request) {
 		rt.answer(r, &h, errorReply(fmt.Errorf("%w: %w: %s", ErrNoTarget, ErrUnknownKind, h.kind)))
 		return
 	}
-	if act := ks.dir.get(h.id); act != nil && !act.closing.Load() {
+	if act := ks.dir.route(h.id); act != nil {
 		if act.waitsOn(h.chain) {
 			if ks.reg.reentrant {
 				reentrant(rt, ks, act, d)
@@ -73,19 +73,29 @@ func (rt *runtime) inbound(r *routemesh.Request) {
 			return
 		}
 		// The actor stopped under us: the kind actor sorts it out.
+		ks.dir.countSlow(h.id)
 	}
-	rt.toKind(ks, d)
+	rt.toKindCounted(ks, d)
 }
 
 // toKind hands a delivery to the kind actor (activation, or a Spot being
 // deactivated or restarted).
 func (rt *runtime) toKind(ks *kindState, d *delivery) {
+	ks.dir.countSlow(d.h.id)
+	rt.toKindCounted(ks, d)
+}
+
+// toKindCounted is toKind for a delivery already counted as slow: the kind
+// actor uncounts it once it has queued it (or ended it).
+func (rt *runtime) toKindCounted(ks *kindState, d *delivery) {
 	ref := ks.ref.Load()
 	if ref == nil {
+		ks.dir.slowDone(d.h.id)
 		rt.answer(d.r, &d.h, retryReply("spots restarting"))
 		return
 	}
 	if err := ref.Tell(&activate{d: d}); err != nil {
+		ks.dir.slowDone(d.h.id)
 		rt.answer(d.r, &d.h, errorReply(fmt.Errorf("%w: spot kind %s: %w", zerr.ErrBusy, ks.reg.name, err)))
 	}
 }

@@ -70,6 +70,7 @@ func (a *kindActor) Receive(c actor.Context) {
 		a.failAll(fmt.Errorf("%w: spot kind %s restarting", zerr.ErrBusy, a.ks.reg.name))
 	case *activate:
 		a.onActivate(c, msg.d)
+		a.ks.dir.slowDone(msg.d.h.id) // queued (or ended): later calls may go straight
 	case *claimed:
 		a.onClaimed(c, msg)
 	case *deactivated:
@@ -94,6 +95,7 @@ func (a *kindActor) MessageDropped(msg any) { a.drop(msg, zerr.ErrShuttingDown) 
 func (a *kindActor) drop(msg any, err error) {
 	switch m := msg.(type) {
 	case *activate:
+		a.ks.dir.slowDone(m.d.h.id)
 		a.rt.answer(m.d.r, &m.d.h, errorReply(err))
 	case *deactivateAll:
 		m.done <- err
@@ -179,6 +181,11 @@ func (a *kindActor) onClaimed(c actor.Context, msg *claimed) {
 	}
 	res := msg.res
 	var rep []byte
+	if res.ok && !a.rt.lease.valid(res.gen, time.Now()) {
+		// Claimed under a lease generation that was fenced meanwhile: the
+		// fence has passed this Spot by, so it must not start.
+		res = claimResult{retry: "the ownership lease changed during the claim"}
+	}
 	switch {
 	case res.ok:
 		if act := a.spawn(c, msg.id, res); act != nil {
