@@ -123,14 +123,26 @@ func spotsAddCall(ctx context.Context, from *routemesh.Node, id string, n int64)
 	return v, res, err
 }
 
+// spotsLiveness notices a dead peer within a second, yet rides out the
+// scheduling stalls of a loaded, race-instrumented test process (the
+// 250 ms of fastLiveness does not).
+var spotsLiveness = routemesh.LivenessConfig{Interval: 100 * time.Millisecond, MaxGap: 5, LastHeard: time.Second}
+
 // spotsNode starts an automatic MeshNode of autoMesh with the Spot runtime
 // on its own connection to the Redis at addr (as a separate process would
-// have). An Object Client passes no kinds. It stops at cleanup.
+// have), with spotsLiveness. An Object Client passes no kinds. It stops at
+// cleanup.
 func spotsNode(t *testing.T, addr, prefix string, role routemesh.ObjectRole, cfg spot.Config, kinds ...spot.Registration) (*zlink.Host, *routemesh.Node) {
+	t.Helper()
+	return spotsNodeLive(t, addr, prefix, role, cfg, spotsLiveness, kinds...)
+}
+
+// spotsNodeLive is spotsNode with liveness settings.
+func spotsNodeLive(t *testing.T, addr, prefix string, role routemesh.ObjectRole, cfg spot.Config, live routemesh.LivenessConfig, kinds ...spot.Registration) (*zlink.Host, *routemesh.Node) {
 	t.Helper()
 	store := openRedis(t, addr)
 	o := zlink.NewOptions().SetLocationStore(store)
-	b := o.AddRouteMesh(autoMesh).SetRoutingIDPrefix(prefix).ConfigureLiveness(fastLiveness).
+	b := o.AddRouteMesh(autoMesh).SetRoutingIDPrefix(prefix).ConfigureLiveness(live).
 		ConfigureDiscovery(fastDiscovery).SetObjectRole(role)
 	spot.EnableWith(b, cfg, kinds...)
 	h := startHost(t, o)
@@ -254,7 +266,7 @@ func runSpotsChild() {
 	}
 	o := zlink.NewOptions().SetLogger(log).SetLocationStore(store)
 	b := o.AddRouteMesh(autoMesh).SetRoutingIDPrefix(os.Getenv("ZLINK_SPOTS_PREFIX")).
-		ConfigureLiveness(fastLiveness).ConfigureDiscovery(fastDiscovery).SetObjectRole(routemesh.ObjectServer)
+		ConfigureLiveness(spotsLiveness).ConfigureDiscovery(fastDiscovery).SetObjectRole(routemesh.ObjectServer)
 	spot.EnableWith(b, spotsFast, spotsKind(nil))
 	h, err := zlink.Start(ctx, o)
 	if err == nil {

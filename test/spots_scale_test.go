@@ -23,12 +23,15 @@ func TestSpots_ThreeServersOneClient_TenThousandSpots(t *testing.T) {
 	)
 	srv, _ := spotsRedis(t)
 	acts := newSpotsActivations()
+	// No peer dies here: the default liveness, so that a scheduling stall
+	// of the loaded, race-instrumented process is not taken for one.
+	live := routemesh.DefaultLivenessConfig()
 	var servers []*routemesh.Node
 	for i := range 3 {
-		_, n := spotsNode(t, srv, fmt.Sprintf("os%d", i), routemesh.ObjectServer, spotsFast, spotsKind(acts))
+		_, n := spotsNodeLive(t, srv, fmt.Sprintf("os%d", i), routemesh.ObjectServer, spotsFast, live, spotsKind(acts))
 		servers = append(servers, n)
 	}
-	_, client := spotsNode(t, srv, "oc", routemesh.ObjectClient, spotsFast)
+	_, client := spotsNodeLive(t, srv, "oc", routemesh.ObjectClient, spotsFast, live)
 	spotsReady(t, append(servers, client)...)
 	spotsServersKnown(t, client, servers[0].RID(), servers[1].RID(), servers[2].RID())
 
