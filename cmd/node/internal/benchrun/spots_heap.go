@@ -84,14 +84,28 @@ func spotsHeap(ctx context.Context, w io.Writer, plan spotsPlan) error {
 }
 
 // liveHeap is HeapAlloc right after a full collection (twice, so objects
-// freed by finalizers and sync.Pool victims are gone too).
+// freed by finalizers and sync.Pool victims are gone too), once it has
+// settled: what an earlier part of the bench stopped may still be winding
+// down, so it is read until two readings 50 ms apart differ by less than
+// 64 KiB (at most 5 s).
 func liveHeap() uint64 {
-	time.Sleep(50 * time.Millisecond) // let in-flight goroutines finish their turns
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
+	read := func() uint64 {
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	prev := read()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		cur := read()
+		if max(cur, prev)-min(cur, prev) < 64<<10 {
+			return cur
+		}
+		prev = cur
+	}
+	return prev
 }
 
 func writeHeapProfile(path string) error {

@@ -1,10 +1,12 @@
 package benchrun
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -30,39 +32,48 @@ func spotsThroughput(ctx context.Context, w io.Writer, plan spotsPlan) error {
 	payload := make([]byte, spotsPayloadSize)
 	_, _ = rand.Read(payload)
 
-	// 1. Activations: first calls to N new IDs from both nodes.
+	// 1. Activations: first calls to N new IDs from both nodes, beside
+	// repeat calls to the same IDs and channel calls, in rounds.
 	callers := plan.callers * len(c.nodes)
-	was := c.active()
-	el, owners, err := spotsActivate(ctx, c.nodes, plan.callers, plan.activations, "act")
-	if err != nil {
-		return fmt.Errorf("spots: activations: %w", err)
-	}
-	if got := c.active() - was; got != int64(plan.activations) {
-		return fmt.Errorf("spots: %d Spots activated by %d first calls", got, plan.activations)
-	}
-	fmt.Fprintf(w, "activations spot first-call  n=%d callers=%d %9.0f activations/s  (first call to a new ID: placement, claim in the store, spawn, first turn; owners %s)\n",
-		plan.activations, callers, float64(plan.activations)/el.Seconds(), ownerSpread(owners))
-	el, err = spotsParallel(ctx, c.nodes, plan.callers, plan.activations, func(ctx context.Context, n *routemesh.Node, i int) error {
-		_, err := spotCall(ctx, n, spotID("act", i), payload)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("spots: repeat calls: %w", err)
-	}
-	fmt.Fprintf(w, "activations spot repeat-call n=%d callers=%d %9.0f calls/s        (the same IDs again, already active, owner cached)\n",
-		plan.activations, callers, float64(plan.activations)/el.Seconds())
-	el, err = spotsParallel(ctx, c.nodes, plan.callers, plan.activations, func(ctx context.Context, n *routemesh.Node, i int) error {
-		ch := spotsChannel(1)
-		if n == b {
-			ch = spotsChannel(0)
+	var first, repeat, channel []float64
+	var owners []string
+	for r := range plan.rounds {
+		prefix := fmt.Sprintf("act%d", r)
+		was := c.active()
+		el, own, err := spotsActivate(ctx, c.nodes, plan.callers, plan.activations, prefix)
+		if err != nil {
+			return fmt.Errorf("spots: activations: %w", err)
 		}
-		return chanCall(ctx, n, ch, payload)
-	})
-	if err != nil {
-		return fmt.Errorf("spots: channel calls: %w", err)
+		if got := c.active() - was; got != int64(plan.activations) {
+			return fmt.Errorf("spots: %d Spots activated by %d first calls", got, plan.activations)
+		}
+		first, owners = append(first, float64(plan.activations)/el.Seconds()), own
+		el, err = spotsParallel(ctx, c.nodes, plan.callers, plan.activations, func(ctx context.Context, n *routemesh.Node, i int) error {
+			_, err := spotCall(ctx, n, spotID(prefix, i), payload)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("spots: repeat calls: %w", err)
+		}
+		repeat = append(repeat, float64(plan.activations)/el.Seconds())
+		el, err = spotsParallel(ctx, c.nodes, plan.callers, plan.activations, func(ctx context.Context, n *routemesh.Node, i int) error {
+			ch := spotsChannel(1)
+			if n == b {
+				ch = spotsChannel(0)
+			}
+			return chanCall(ctx, n, ch, payload)
+		})
+		if err != nil {
+			return fmt.Errorf("spots: channel calls: %w", err)
+		}
+		channel = append(channel, float64(plan.activations)/el.Seconds())
 	}
-	fmt.Fprintf(w, "activations channel          n=%d callers=%d %9.0f calls/s        (baseline: each node calls the other's Server channel)\n",
-		plan.activations, callers, float64(plan.activations)/el.Seconds())
+	fmt.Fprintf(w, "activations spot first-call  n=%d callers=%d %9.0f activations/s  (median of rounds=%d; a first call to a new ID: placement, claim in the store, spawn, first turn; last round's owners %s)\n",
+		plan.activations, callers, median(first), plan.rounds, ownerSpread(owners))
+	fmt.Fprintf(w, "activations spot repeat-call n=%d callers=%d %9.0f calls/s        (median of rounds=%d; the same IDs again, already active, owner cached)\n",
+		plan.activations, callers, median(repeat), plan.rounds)
+	fmt.Fprintf(w, "activations channel          n=%d callers=%d %9.0f calls/s        (median of rounds=%d; baseline: each node calls the other's Server channel)\n",
+		plan.activations, callers, median(channel), plan.rounds)
 
 	// 2. Requests to one active Spot, owner local and remote, from node a.
 	for _, side := range []struct {
@@ -108,7 +119,9 @@ func ownerSpread(owners []string) string {
 }
 
 // spotsRequests times spot and channel calls side by side: one at a time
-// (latencies), then plan.inflight at a time (rate and allocations).
+// (latencies), then plan.inflight at a time (rate and allocations), in
+// rounds that alternate which side goes first; each line is the round with
+// the median rate.
 func spotsRequests(ctx context.Context, w io.Writer, plan spotsPlan, owner, id string, spotF, chanF func(context.Context) error) error {
 	for _, f := range []func(context.Context) error{chanF, spotF} {
 		if _, err := spotsLockstep(ctx, f, countGate(plan.warmup)); err != nil {
@@ -122,27 +135,41 @@ func spotsRequests(ctx context.Context, w io.Writer, plan spotsPlan, owner, id s
 		lat, err := spotsLockstep(ctx, f, g.next)
 		return summarize(lat, time.Since(t0)), err
 	}
-	chanLock, err := lock(chanF)
-	if err != nil {
-		return err
-	}
-	spotLock, err := lock(spotF)
-	if err != nil {
-		return err
-	}
 	pipe := func(f func(context.Context) error) (pipelinedResult, error) {
 		g := newGate(plan.requests, 1<<24)
 		defer g.close()
 		return measurePipelined(func() (int, error) { return spotsPipelined(ctx, f, plan.inflight, g.next) })
 	}
-	chanPipe, err := pipe(chanF)
-	if err != nil {
-		return err
+	var spotLocks, chanLocks []lockstepResult
+	var spotPipes, chanPipes []pipelinedResult
+	for r := range plan.rounds {
+		sides := []struct {
+			f     func(context.Context) error
+			locks *[]lockstepResult
+			pipes *[]pipelinedResult
+		}{{chanF, &chanLocks, &chanPipes}, {spotF, &spotLocks, &spotPipes}}
+		if r%2 == 1 {
+			sides[0], sides[1] = sides[1], sides[0]
+		}
+		for _, s := range sides {
+			x, err := lock(s.f)
+			if err != nil {
+				return err
+			}
+			*s.locks = append(*s.locks, x)
+		}
+		for _, s := range sides {
+			x, err := pipe(s.f)
+			if err != nil {
+				return err
+			}
+			*s.pipes = append(*s.pipes, x)
+		}
 	}
-	spotPipe, err := pipe(spotF)
-	if err != nil {
-		return err
-	}
+	spotLock, chanLock := medianBy(spotLocks, func(x lockstepResult) float64 { return x.rate }),
+		medianBy(chanLocks, func(x lockstepResult) float64 { return x.rate })
+	spotPipe, chanPipe := medianBy(spotPipes, func(x pipelinedResult) float64 { return x.rate }),
+		medianBy(chanPipes, func(x pipelinedResult) float64 { return x.rate })
 	lline := func(side string, x lockstepResult) {
 		fmt.Fprintf(w, "requests owner=%-6s inflight=1  %-7s %9.0f req/s   p50 %8v  p99 %8v  (n=%d)\n",
 			owner, side, x.rate, x.p50.Round(time.Microsecond), x.p99.Round(time.Microsecond), x.n)
@@ -155,10 +182,22 @@ func spotsRequests(ctx context.Context, w io.Writer, plan spotsPlan, owner, id s
 	}
 	pline("spot", spotPipe)
 	pline("channel", chanPipe)
-	fmt.Fprintf(w, "ratio requests owner=%s spot/channel: inflight=1 rate %.2fx p99 %.2fx; inflight=%d rate %.2fx (no goal; Spot %s, one activation serves all)\n",
+	fmt.Fprintf(w, "ratio requests owner=%s spot/channel: inflight=1 rate %.2fx p99 %.2fx; inflight=%d rate %.2fx (no goal; median of rounds=%d; Spot %s, one activation serves all)\n",
 		owner, ratio(spotLock.rate, chanLock.rate), ratio(float64(spotLock.p99), float64(chanLock.p99)),
-		plan.inflight, ratio(spotPipe.rate, chanPipe.rate), id)
+		plan.inflight, ratio(spotPipe.rate, chanPipe.rate), plan.rounds, id)
 	return nil
+}
+
+// median is the middle value (the upper one of an even count).
+func median(xs []float64) float64 {
+	return medianBy(xs, func(x float64) float64 { return x })
+}
+
+// medianBy returns the element whose key is the median.
+func medianBy[T any](xs []T, key func(T) float64) T {
+	s := slices.Clone(xs)
+	slices.SortFunc(s, func(a, b T) int { return cmp.Compare(key(a), key(b)) })
+	return s[len(s)/2]
 }
 
 func ratio(a, b float64) float64 {
