@@ -42,7 +42,7 @@ func spotsPlanFor(quick bool) spotsPlan {
 		return spotsPlan{activations: 1000, callers: 8, warmup: 100, requests: 200 * time.Millisecond, rounds: 1, inflight: 64,
 			heapSpots: 5000, rehomeSpots: 45}
 	}
-	return spotsPlan{activations: 20000, callers: 16, warmup: 2000, requests: time.Second, rounds: 3, inflight: 64,
+	return spotsPlan{activations: 10000, callers: 16, warmup: 2000, requests: time.Second, rounds: 3, inflight: 64,
 		heapSpots: 100_000, rehomeSpots: 600}
 }
 

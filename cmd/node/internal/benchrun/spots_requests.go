@@ -136,9 +136,13 @@ func spotsRequests(ctx context.Context, w io.Writer, plan spotsPlan, owner, id s
 		return summarize(lat, time.Since(t0)), err
 	}
 	pipe := func(f func(context.Context) error) (pipelinedResult, error) {
-		g := newGate(plan.requests, 1<<24)
-		defer g.close()
-		return measurePipelined(func() (int, error) { return spotsPipelined(ctx, f, plan.inflight, g.next) })
+		// The gate starts inside the run: measurePipelined collects first,
+		// which takes a while with tens of thousands of Spots live.
+		return measurePipelined(func() (int, error) {
+			g := newGate(plan.requests, 1<<24)
+			defer g.close()
+			return spotsPipelined(ctx, f, plan.inflight, g.next)
+		})
 	}
 	var spotLocks, chanLocks []lockstepResult
 	var spotPipes, chanPipes []pipelinedResult
