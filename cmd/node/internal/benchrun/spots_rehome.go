@@ -59,7 +59,7 @@ func spotsRehome(ctx context.Context, w io.Writer, plan spotsPlan) error {
 	// are active on the victim when it crashes.
 	path := victim.MeshActorPath()
 	for i := range spotsMeshRestarts {
-		if err := spotsPanic(ctx, vh, path, fmt.Sprintf("bench restart %d", i), true); err != nil {
+		if err := spotsRestart(ctx, vh, path, fmt.Sprintf("bench restart %d", i)); err != nil {
 			return err
 		}
 	}
@@ -80,6 +80,9 @@ func spotsRehome(ctx context.Context, w io.Writer, plan spotsPlan) error {
 		}
 	}
 	ids = kept
+	if len(ids) == 0 {
+		return fmt.Errorf("spots: none of the Spots of %s answered from it after its restarts", victim.RID())
+	}
 	st, err := spot.StatsOf(victim)
 	if err != nil {
 		return err
@@ -155,17 +158,14 @@ func spotsRehome(ctx context.Context, w io.Writer, plan spotsPlan) error {
 	return nil
 }
 
-// spotsPanic makes the actor at path panic once it is running, and with
-// restart waits until it has been restarted.
-func spotsPanic(ctx context.Context, h *zlink.Host, path, reason string, restart bool) error {
+// spotsRestart makes the actor at path panic once it is running and waits
+// until it has been restarted.
+func spotsRestart(ctx context.Context, h *zlink.Host, path, reason string) error {
 	if err := spotsWaitTree(ctx, h, path, "running", func(n supervisor.Node) bool { return n.State == supervisor.Running }); err != nil {
 		return err
 	}
 	if err := h.InjectPanic(path, reason); err != nil {
 		return fmt.Errorf("spots: inject panic: %w", err)
-	}
-	if !restart {
-		return nil
 	}
 	return spotsWaitTree(ctx, h, path, "restarted", func(n supervisor.Node) bool {
 		return n.State == supervisor.Running && n.LastFailure != nil && n.LastFailure.Reason == reason
