@@ -69,7 +69,7 @@ func spotsHeap(ctx context.Context, w io.Writer, plan spotsPlan) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "heap spots=%d spot        %7.0f B/Spot   (live HeapAlloc after GC, before/after activating them, /N, whole process: Spot actors and mailboxes, "+
+	fmt.Fprintf(w, "heap spots=%d spot        %7.0f B/Spot   (live HeapAlloc after GC, settled, before/after activating them, /N, whole process: Spot actors and mailboxes, "+
 		"tree, directories, kind tables, the callers' owner caches (%d entries), the in-memory store's records; owners %s; activated in %v)\n",
 		n, perSpot, cached, ownerSpread(owners), el.Round(time.Millisecond))
 	fmt.Fprintf(w, "heap spots=%d store part  %7.0f B/Spot   (the in-memory Location Store's ownership record, measured alone on a fresh store; in Redis in production)\n",
@@ -86,8 +86,8 @@ func spotsHeap(ctx context.Context, w io.Writer, plan spotsPlan) error {
 // liveHeap is HeapAlloc right after a full collection (twice, so objects
 // freed by finalizers and sync.Pool victims are gone too), once it has
 // settled: what an earlier part of the bench stopped may still be winding
-// down, so it is read until two readings 50 ms apart differ by less than
-// 64 KiB (at most 5 s).
+// down, so it is read until four readings 50 ms apart stay within 64 KiB
+// of each other (at most 5 s).
 func liveHeap() uint64 {
 	read := func() uint64 {
 		runtime.GC()
@@ -96,12 +96,14 @@ func liveHeap() uint64 {
 		runtime.ReadMemStats(&ms)
 		return ms.HeapAlloc
 	}
-	prev := read()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+	prev, stable := read(), 0
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && stable < 3; {
 		time.Sleep(50 * time.Millisecond)
 		cur := read()
 		if max(cur, prev)-min(cur, prev) < 64<<10 {
-			return cur
+			stable++
+		} else {
+			stable = 0
 		}
 		prev = cur
 	}

@@ -43,7 +43,7 @@ func TestSpotsBench_Quick(t *testing.T) {
 		`ratio requests owner=remote spot/channel: inflight=1 rate ` + num + `x`,
 		`heap spots=\d+ spot\s+` + `(-?[0-9.]+)` + ` B/Spot`,
 		`heap spots=\d+ store part\s+` + `(-?[0-9.]+)` + ` B/Spot`,
-		`heap actors=\d+ protoactor\s+` + num + ` B/actor`,
+		`heap actors=\d+ protoactor\s+` + `(-?[0-9.]+)` + ` B/actor`,
 		`rehome servers=3 spots=\d+ on the crashed node \S+: ` + num,
 		`rehome \d+ Spots answered from another server: first \S+\s+p50 \S+\s+all (\S+) after the crash`,
 	} {
@@ -52,8 +52,8 @@ func TestSpotsBench_Quick(t *testing.T) {
 			t.Errorf("no line matching %q", re)
 			continue
 		}
-		if strings.HasPrefix(re, "heap spots") {
-			continue // a delta: noise may make it anything on a small N
+		if strings.HasPrefix(re, "heap ") {
+			continue // a difference of two heap readings: on the quick N, whatever else winds down may make it anything
 		}
 		if strings.HasPrefix(re, "rehome ") && strings.Contains(re, "all") {
 			if d, err := time.ParseDuration(m[1]); err != nil || d <= 0 {
