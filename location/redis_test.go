@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -76,6 +77,22 @@ func TestRedis_NewFailsWhenUnreachable(t *testing.T) {
 	if err == nil {
 		s.Close()
 		t.Fatal("NewRedis succeeded without a server")
+	}
+}
+
+// Seed addresses (RedisConfig.Addrs) are for a Cluster: a standalone
+// server named twice is refused.
+func TestRedis_AddrsNeedCluster(t *testing.T) {
+	srv := locationtest.StartRedis(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	s, err := location.NewRedis(ctx, location.RedisConfig{Addr: srv.Addr(), Addrs: []string{srv.Addr()}})
+	if err == nil {
+		s.Close()
+		t.Fatal("NewRedis took seed addresses of a standalone server")
+	}
+	if !strings.Contains(err.Error(), "Redis Cluster") {
+		t.Fatalf("error %v does not say why", err)
 	}
 }
 
