@@ -1,18 +1,22 @@
-// Package location is the Location Store: where MeshNode
-// descriptors, classic fanout publisher descriptors and Spot ownership
-// records live.
+// Package location is the Location Store: where MeshNode descriptors,
+// classic fanout publisher descriptors and the Spot ownership directory
+// (Spot leases and Spot ownership records) live.
 //
-// It owns the Store interface and two implementations:
+// It owns the Store interface (with SpotDirectory embedded) and two
+// implementations:
 //
 //   - Redis (NewRedis, rueidis against a real redis-server, standalone or
 //     Cluster): required by automatic topology and distributed Spots, and
 //     always configured explicitly (ParseRedisURL("redis://HOST:PORT/DB"),
-//     or rediss:// for TLS; see "Connecting securely").
+//     rediss:// for TLS, see "Connecting securely"; a Cluster is detected,
+//     see "Redis Cluster").
 //   - Memory (NewMemory): an embedded store serving several MeshNodes inside
 //     ONE process (demo, single-process deployments, tests). It is never
-//     shared with another process. Its clock is injectable (WithClock).
+//     shared with another process. Its clock is injectable (WithClock); it
+//     times descriptor, publisher and Spot leases and tombstones.
 //
-// Both pass the conformance suite in location/locationtest.
+// Both pass the conformance suite in location/locationtest (Redis as a
+// standalone server, over TLS and as a 3-master Cluster).
 //
 // # Semantics
 //
@@ -24,41 +28,97 @@
 // Delete fail with ErrNotFound, and a lower revision of the same generation
 // makes PutDescriptor fail with ErrFenced.
 //
-// Spot ownership is claimed atomically and is valid only while the owner's
-// descriptor (same mesh, RID, generation) lives, so a dead node's Spots are
-// claimable without per-Spot lease traffic. Every change of owner increases
-// the fencing epoch, also across Release (the record keeps its epoch with no
-// owner), so epochs of one Spot never repeat.
-//
 // Watch pushes change hints; consumers re-read and also rely on the store's
 // polling (every PollInterval) to see expiries and recover lost pushes.
 // Watch channels are bounded; a slow consumer gets events coalesced per RID
 // and never blocks a writer.
 //
+// # The Spot directory
+//
+// SpotDirectory stores two things, and decides nothing (internal/fence
+// plans a claim; docs/spots.md states the rules R1 to R4):
+//
+//   - A Spot lease per node lifecycle (Mesh, RID, Generation), apart from
+//     the descriptor: CreateSpotLease once per generation (NX; ErrExists if
+//     there), RenewSpotLease while it exists (XX; ErrNotFound once gone,
+//     never re-created), DeleteSpotLease at a clean shutdown. A lease is
+//     used once (R1): CheckSpotLease, asked by a claimer about a recorded
+//     owner, answers live, or writes a tombstone for that (Mesh, RID,
+//     Generation) in the same atomic step and answers gone; while the
+//     tombstone lives (its tombTTL, never shortened) the lease can be
+//     neither created nor renewed (ErrFenced), so an owner that lost its
+//     lease cannot quietly get it back.
+//   - A record per Spot: owner RID, owner generation and the fencing epoch.
+//     A record is valid only while its owner's lease lives, but the store
+//     does not check that: a claim is several steps, each one call on one
+//     key (one Cluster slot): read the record (SpotRecord, from the
+//     master), check the recorded owner's lease if another owner is
+//     recorded (CheckSpotLease), then compare-and-set (ClaimSpot, on owner
+//     RID, generation and epoch, or on "absent"), with a higher epoch. A
+//     mismatch answers ErrFenced with the current record, so the claimer
+//     plans again (R3). ReleaseSpot and TransferSpot compare all three
+//     fields (R4); a release clears the owner and keeps the epoch, a
+//     transfer writes epoch + 1, a claim any higher epoch: epochs of one
+//     Spot never decrease. Records are never deleted (a few dozen bytes
+//     each), so an epoch never repeats.
+//
+// The mesh name of a Spot or a Spot lease must not contain ':' (ErrInvalid),
+// nor a Spot's kind: their keys name mesh, kind and ID (or mesh and RID)
+// separated by ':'.
+//
+// On Redis, every directory write (lease create, renew, delete, tombstone,
+// claim, release, transfer) sent to a master with replicas is followed on
+// the same connection by WAIT 1, and counts only if a replica acknowledged
+// it within RedisConfig.ReplicaTimeout; otherwise it fails with
+// ErrUnconfirmed (the master may have applied it; a failover may lose it).
+// RedisConfig.ReplicaAcks decides which masters: by default those seen with
+// a replica (INFO replication, re-read every ReplicaRefresh), and from then
+// on for the life of the store, also while the replica is away. A
+// standalone server without replicas pays nothing. Refusals (ErrExists,
+// ErrFenced, ErrNotFound, a live lease) wrote nothing and are answered as
+// such.
+//
 // # Redis keys
 //
-// Every key of a mesh carries the hash tag {mesh:<MeshName>} and every key
-// of a fanout channel {fanout:<Channel>}, so each Lua script touches one
-// Cluster slot. <prefix> is RedisConfig.Prefix (default "zlink"). MeshName
-// and fanout channel must not contain '{' or '}'; Spot kinds must not
-// contain ':'.
+// Every key of a mesh's descriptors carries the hash tag {mesh:<MeshName>},
+// every key of a fanout channel {fanout:<Channel>}, every Spot record its
+// own tag {spot:<mesh>:<kind>:<id>} and the Spot lease keys of a node
+// {spotlease:<mesh>:<rid>}, so each Lua script touches one Cluster slot
+// while the Spots of a mesh spread over all slots. <prefix> is
+// RedisConfig.Prefix (default "zlink"). MeshName and fanout channel must not
+// contain '{' or '}'.
 //
 //	<prefix>:{mesh:<M>}:node:<RID>          HASH gen, rev, d (msgpack descriptor); PEXPIRE = descriptor TTL
 //	<prefix>:{mesh:<M>}:nodes               SET of RIDs; members pruned lazily when their node key expired;
 //	                                        PEXPIRE extended to the longest lease put or renewed
 //	<prefix>:{mesh:<M>}:events              pub/sub channel; payload "p <RID>" (put/changed) or "d <RID>" (deleted),
 //	                                        published by the writing script; no event for a renewal or an expiry
-//	<prefix>:{mesh:<M>}:spot:<kind>:<id>    HASH owner, gen, epoch; no TTL (validity = owner's node key with that gen);
-//	                                        after Release owner and gen are "" and epoch stays
 //	<prefix>:{fanout:<C>}:pub:<RID>         HASH gen, d (msgpack publisher); PEXPIRE = publisher TTL
 //	<prefix>:{fanout:<C>}:pubs              SET of publisher RIDs; pruned lazily like nodes
+//	<prefix>:{spot:<M>:<kind>:<id>}         HASH owner, gen, epoch; no TTL; after a release owner and gen are ""
+//	                                        and epoch stays
+//	<prefix>:{spotlease:<M>:<RID>}:<gen>    STRING "1"; PEXPIRE = Spot lease TTL
+//	<prefix>:{spotlease:<M>:<RID>}:tomb:<gen>
+//	                                        STRING "1"; PEXPIRE = tombTTL of the check that found the lease gone
 //
 // Compare-and-set operations (put with revision check, renew, delete, list
-// with pruning, claim, transfer, release, owner) are Lua scripts run with
-// EVALSHA (EVAL after a Redis restart). Generations and epochs are stored
-// as decimal strings and compared as strings, so uint64 values keep full
-// precision. Spot records of released Spots stay (a few dozen bytes each) so
-// that epochs never go back.
+// with pruning, every Spot directory step) are Lua scripts run with EVALSHA
+// (EVAL after a Redis restart or failover). Generations and epochs are
+// stored as decimal strings and compared as strings, so uint64 values keep
+// full precision; no script computes with them.
+//
+// # Redis Cluster
+//
+// NewRedis detects a Cluster from the node it reaches (RedisConfig.Addr, or
+// one of RedisConfig.Addrs) and learns the others from it; a Cluster URL
+// may name more seed nodes:
+//
+//	redis://HOST:PORT?addr=HOST2:PORT2&addr=HOST3:PORT3
+//
+// Each command goes to the master of its key's slot (rueidis follows
+// MOVED and ASK; a confirmed write the Cluster redirects is tried again a
+// few times). Watch subscribes on any node: a PUBLISH reaches every node of
+// a Cluster. DB must be 0.
 //
 // Every Redis call is bounded: by the caller's ctx deadline, or by
 // RedisConfig.OpTimeout when ctx has none. While Redis is unreachable calls
@@ -104,15 +164,15 @@
 // levels deep) and validated: the same rules as a write, the size limits
 // below, agreement with the key (mesh or channel, RID) and with the gen and
 // rev fields the scripts fence on, and for Spot records an owner RID of at
-// most 256 bytes, a generation in canonical decimal and an epoch in
-// 1..999999999999999 (exact in a Lua double, so an increment inside a
-// script never rounds). ListDescriptors and ListPublishers skip a record
-// that fails; GetDescriptor, Owner and Claim return ErrCorrupt for the
-// record asked about (a Claim over a corrupt epoch changes nothing), and
-// Transfer and Release of a corrupt record fail with ErrFenced, since it
-// cannot equal the valid record they name. Each failure counts in Redis.Stats().CorruptRecords and is
-// logged through RedisConfig.Logger, at warning level the first time per
-// key. The scripts cut long values before replying and tolerate keys of the
+// most 256 bytes with a generation in canonical decimal (or no owner and an
+// empty generation), and an epoch in 1..999999999999999 (exact in a Lua
+// double). ListDescriptors and ListPublishers skip a record that fails;
+// GetDescriptor, SpotRecord and ClaimSpot return ErrCorrupt for the record
+// asked about, ReleaseSpot and TransferSpot an error matching both
+// ErrFenced and ErrCorrupt (a corrupt record cannot equal the valid one
+// they name), and none of them changes it. Each failure counts in
+// Redis.Stats().CorruptRecords and is logged through RedisConfig.Logger, at
+// warning level the first time per key. The scripts cut long values before replying and tolerate keys of the
 // wrong type, so a hostile record can neither crash a reader nor make a
 // reply unbounded. What validation cannot catch is a well-formed forgery:
 // a writer with access to Redis can publish a valid descriptor for an

@@ -24,9 +24,9 @@ const (
 	maxServers = 1024
 	// maxServerWeight is the highest Server channel weight.
 	maxServerWeight = 10000
-	// maxEpoch is the highest fencing epoch: Lua numbers are doubles, and
-	// every integer up to here is exact in one, so an epoch increment
-	// inside a script is exact.
+	// maxEpoch is the highest fencing epoch: at most 15 decimal digits,
+	// so every epoch is exact in a Lua double (the scripts only compare
+	// and store epochs as strings, but a reader may parse them).
 	maxEpoch = 1e15 - 1
 	// maxRecordBytes bounds one encoded descriptor or publisher; the Lua
 	// scripts cut longer values at maxRecordBytes+1 so a reply stays

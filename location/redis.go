@@ -108,6 +108,8 @@ func dialHint(cfg RedisConfig, err error) string {
 	case cfg.TLS != nil && (errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) ||
 		strings.Contains(err.Error(), "tls: certificate required")):
 		return " (the server closed the connection during or right after the TLS handshake: does it require a client certificate (cert=, key=) signed by its CA?)"
+	case len(cfg.Addrs) > 0 && strings.Contains(err.Error(), "cluster support disabled"):
+		return " (more addresses (addr=) name nodes of a Redis Cluster; a standalone server takes one)"
 	case cfg.TLS != nil && errors.Is(err, context.DeadlineExceeded):
 		return " (no TLS handshake completed in time: unreachable, or the server does not speak TLS (redis://)?)"
 	}

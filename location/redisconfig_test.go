@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +48,62 @@ func TestParseRedisURL(t *testing.T) {
 		if _, err := location.ParseRedisURL(in); !errors.Is(err, location.ErrInvalid) {
 			t.Errorf("%q: error %v, want ErrInvalid", in, err)
 		}
+	}
+}
+
+// The cluster form names more nodes with repeated addr parameters.
+func TestParseRedisURL_Cluster(t *testing.T) {
+	cfg, err := location.ParseRedisURL("redis://u:p@h1:7000?addr=h2:7001&addr=%5B::1%5D:7002")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Addr != "h1:7000" || !slices.Equal(cfg.Addrs, []string{"h2:7001", "[::1]:7002"}) || cfg.Username != "u" || cfg.Password != "p" {
+		t.Fatalf("config %+v", cfg)
+	}
+	certs := locationtest.GenerateCerts(t)
+	cfg, err = location.ParseRedisURL("rediss://h1:7000?ca=" + certs.CAFile + "&addr=h2:7001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.TLS == nil || !slices.Equal(cfg.Addrs, []string{"h2:7001"}) {
+		t.Fatalf("config %+v", cfg)
+	}
+	if cfg, err := location.ParseRedisURL("redis://h1:7000"); err != nil || cfg.Addrs != nil {
+		t.Fatalf("addrs %v %v", cfg.Addrs, err)
+	}
+	for _, in := range []string{
+		"redis://h1:7000?addr=h2",             // no port
+		"redis://h1:7000?addr=",               // empty
+		"redis://h1:7000/1?addr=h2:7001",      // a Cluster has only db 0
+		"redis://h1:7000?addr=h2:7001&x=1",    // unknown parameter
+		"redis://h1:7000?addr=h2:7001&ca=foo", // TLS settings on a plain URL
+	} {
+		if _, err := location.ParseRedisURL(in); !errors.Is(err, location.ErrInvalid) {
+			t.Errorf("%q: error %v, want ErrInvalid", in, err)
+		}
+	}
+}
+
+func TestRedisConfig_ReplicaSettings(t *testing.T) {
+	ctx := t.Context()
+	for name, cfg := range map[string]location.RedisConfig{
+		"unknown acks":            {Addr: "h:1", ReplicaAcks: 9},
+		"negative timeout":        {Addr: "h:1", ReplicaTimeout: -1},
+		"timeout above OpTimeout": {Addr: "h:1", ReplicaTimeout: 2 * time.Second, OpTimeout: time.Second},
+		"sub-millisecond timeout": {Addr: "h:1", ReplicaTimeout: time.Microsecond},
+		"negative refresh":        {Addr: "h:1", ReplicaRefresh: -1},
+		"bad cluster addr":        {Addr: "h:1", Addrs: []string{"h2"}},
+	} {
+		if _, err := location.NewRedis(ctx, cfg); !errors.Is(err, location.ErrInvalid) {
+			t.Errorf("%s: error %v, want ErrInvalid", name, err)
+		}
+	}
+	d := location.DefaultRedisConfig()
+	if d.ReplicaAcks != location.ReplicaAcksAuto || d.ReplicaTimeout != time.Second || d.ReplicaRefresh != 5*time.Second {
+		t.Fatalf("defaults %+v", d)
+	}
+	if location.ReplicaAcksAuto.String() != "auto" || location.ReplicaAcksAlways.String() != "always" || location.ReplicaAcksNever.String() != "never" {
+		t.Fatal("ReplicaAcks names")
 	}
 }
 

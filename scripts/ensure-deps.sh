@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs when it is missing. Idempotent; quiet when
 # everything is there. Tests start and stop their own redis-server on a free
-# loopback port; this script only makes sure the binary exists.
+# loopback port (a Redis Cluster of three, made with redis-cli, too); this
+# script only makes sure the binaries exist.
 set -euo pipefail
 
 need_apt=()
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
+command -v redis-cli >/dev/null 2>&1 || need_apt+=(redis-tools)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null 2>&1; then
@@ -22,3 +24,4 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   if command -v systemctl >/dev/null 2>&1; then $SUDO systemctl stop redis-server >/dev/null 2>&1 || true; fi
 fi
 command -v redis-server >/dev/null 2>&1 || { echo "ensure-deps: redis-server still missing" >&2; exit 1; }
+command -v redis-cli >/dev/null 2>&1 || { echo "ensure-deps: redis-cli (redis-tools) still missing" >&2; exit 1; }

@@ -23,6 +23,9 @@ type RedisServer struct {
 	dir  string
 	port int
 	tls  *TLSOptions // nil: plain TCP
+	// extra returns more redis-server arguments for the port (replica,
+	// cluster); nil for none.
+	extra func(port int) []string
 	// clientTLS trusts the CA and presents the client certificate; used
 	// by the readiness probe and handed out by TLSConfig.
 	clientTLS *tls.Config
@@ -54,7 +57,7 @@ type TLSOptions struct {
 // test cleanup.
 func StartRedis(t testing.TB) *RedisServer {
 	t.Helper()
-	return startRedis(t, nil)
+	return startRedis(t, nil, nil)
 }
 
 // StartRedisTLS starts redis-server with TLS only (--port 0 --tls-port P)
@@ -68,16 +71,16 @@ func StartRedisTLS(t testing.TB, opt TLSOptions) *RedisServer {
 	if opt.AuthClients == "" {
 		opt.AuthClients = "yes"
 	}
-	return startRedis(t, &opt)
+	return startRedis(t, &opt, nil)
 }
 
-func startRedis(t testing.TB, opt *TLSOptions) *RedisServer {
+func startRedis(t testing.TB, opt *TLSOptions, extra func(port int) []string) *RedisServer {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Fatalf("redis-server not found in PATH (%v): run `make test`, which installs it, or `apt-get install -y redis-server`", err)
 	}
-	s := &RedisServer{bin: bin, dir: t.TempDir(), tls: opt}
+	s := &RedisServer{bin: bin, dir: t.TempDir(), tls: opt, extra: extra}
 	if opt != nil {
 		s.clientTLS = opt.Certs.ClientTLS(t)
 	}
@@ -144,7 +147,7 @@ func (s *RedisServer) Stop() {
 }
 
 // Restart stops the server and starts a new one on the same port. The new
-// server starts empty.
+// server starts empty (a replica then syncs from its master again).
 func (s *RedisServer) Restart(t testing.TB) {
 	t.Helper()
 	s.Stop()
@@ -169,6 +172,9 @@ func (s *RedisServer) start() error {
 			args = append(args, "--user")
 			args = append(args, strings.Fields(u)...)
 		}
+	}
+	if s.extra != nil {
+		args = append(args, s.extra(s.port)...)
 	}
 	cmd := exec.Command(s.bin, args...)
 	cmd.Stdout, cmd.Stderr = out, out
