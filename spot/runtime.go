@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,6 +91,9 @@ func newRuntime(n *routemesh.Node, cfg Config, regs []*kindReg) (*runtime, error
 	}
 	if n.Store() == nil {
 		return nil, fmt.Errorf("%w: Spots need a Location Store", ErrConfig)
+	}
+	if strings.Contains(n.Mesh(), ":") {
+		return nil, fmt.Errorf("%w: mesh name %q: Spots need a mesh name without ':' (it separates the parts of a Spot's key)", ErrConfig, n.Mesh())
 	}
 	rt := &runtime{n: n, cfg: cfg, store: n.Store(), role: n.ObjectRole(), kinds: map[string]*kindState{},
 		cache: newOwnerCache(cfg.CacheSize)}
