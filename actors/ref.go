@@ -16,12 +16,15 @@ import (
 // Ref is a handle to a spawned actor. It is safe for concurrent use; pass
 // the pointer around freely.
 type Ref struct {
-	sys  *System
-	pid  *actor.PID
-	path string
-	q    *mailbox.Quota
-	mb   *mailbox.Mailbox
-	life *lifecycle
+	sys *System
+	// fold: this actor's children are counted, not registered (Spec.Fold);
+	// folded: this actor is such a child.
+	fold, folded bool
+	pid          *actor.PID
+	path         string
+	q            *mailbox.Quota
+	mb           *mailbox.Mailbox
+	life         *lifecycle
 }
 
 // lifecycle is shared by a Ref and every incarnation of its actor.

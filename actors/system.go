@@ -53,6 +53,18 @@ type System struct {
 	mu     sync.Mutex
 	refs   map[string]*Ref // live actors by path
 	closed bool
+
+	// def is the strategy of every actor with a default supervisor Config,
+	// shared (it holds no per-child state).
+	def actor.SupervisorStrategy
+}
+
+// strategy returns the protoactor strategy for cfg (shared when default).
+func (s *System) strategy(cfg supervisor.Config) actor.SupervisorStrategy {
+	if cfg.IsDefault() {
+		return s.def
+	}
+	return cfg.Strategy(s.reg)
 }
 
 // NewSystem starts a System. It panics on an invalid Config (a programming
@@ -72,6 +84,7 @@ func NewSystem(cfg Config) *System {
 		refs: map[string]*Ref{},
 	}
 	s.top = cfg.TopLevel.RootStrategy(s.reg)
+	s.def = supervisor.DefaultConfig().Strategy(s.reg)
 	plog := log.With().Str("lib", "protoactor").Logger()
 	s.as = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return slog.New(zerolog.NewSlogHandler(plog))
@@ -190,7 +203,16 @@ func (s *System) spawn(parent actor.Context, parentPath string, spec Spec) (*Ref
 		s.mu.Unlock()
 		return nil, ErrStopped
 	}
-	if err := s.reg.AddFolded(path, cmp.Or(parentPath, supervisor.RootPath), kind, q, spec.Fold); err != nil {
+	ref.fold = spec.Fold
+	if p := s.refs[parentPath]; p != nil && p.fold {
+		// A child of a folded actor: counted on its parent, no tree entry.
+		if s.refs[path] != nil {
+			s.mu.Unlock()
+			return nil, fmt.Errorf("%w: %s", ErrNameTaken, path)
+		}
+		ref.folded = true
+		s.reg.AddFoldedChild(parentPath)
+	} else if err := s.reg.AddFolded(path, cmp.Or(parentPath, supervisor.RootPath), kind, q, spec.Fold); err != nil {
 		s.mu.Unlock()
 		return nil, fmt.Errorf("%w: %s", ErrNameTaken, path)
 	}
@@ -199,7 +221,7 @@ func (s *System) spawn(parent actor.Context, parentPath string, spec Spec) (*Ref
 
 	opts := []actor.PropsOption{
 		actor.WithMailbox(mb.Producer()),
-		actor.WithSupervisor(spec.Supervisor.Strategy(s.reg)),
+		actor.WithSupervisor(s.strategy(spec.Supervisor)),
 	}
 	if parent == nil {
 		opts = append(opts, actor.WithGuardian(s.top))
@@ -233,7 +255,11 @@ func (s *System) forget(r *Ref) {
 	s.mu.Lock()
 	if s.refs[r.path] == r {
 		delete(s.refs, r.path)
-		s.reg.Forget(r.path)
+		if r.folded {
+			s.reg.RemoveFoldedChild(r.path[:strings.LastIndexByte(r.path, '/')])
+		} else {
+			s.reg.Forget(r.path)
+		}
 	}
 	s.mu.Unlock()
 }

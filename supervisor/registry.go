@@ -79,6 +79,7 @@ type entry struct {
 	hung               int
 	info               map[string]string
 	fold               bool   // snapshots count the children instead of listing them
+	folded             int    // children counted without an entry (AddFoldedChild)
 	up                 *entry // the node it hangs under
 	children           map[string]*entry
 }
@@ -121,6 +122,26 @@ func (r *Registry) AddFolded(path, parent, kind string, q *mailbox.Quota, fold b
 	}
 	p.children[path] = e
 	return nil
+}
+
+// AddFoldedChild counts one child of the folded node parent that has no
+// entry of its own (a Spot: a node may hold a million); RemoveFoldedChild
+// uncounts it. Unknown parents are ignored.
+func (r *Registry) AddFoldedChild(parent string) {
+	r.mu.Lock()
+	if e, ok := r.nodes[parent]; ok {
+		e.folded++
+	}
+	r.mu.Unlock()
+}
+
+// RemoveFoldedChild uncounts a child added with AddFoldedChild.
+func (r *Registry) RemoveFoldedChild(parent string) {
+	r.mu.Lock()
+	if e, ok := r.nodes[parent]; ok && e.folded > 0 {
+		e.folded--
+	}
+	r.mu.Unlock()
 }
 
 // SetState records the actor's state. Unknown paths are ignored; Failed is
@@ -263,7 +284,7 @@ func (e *entry) snapshot() Node {
 		n.Mailbox = MailboxStats{Depth: st.Depth, Bytes: st.Bytes, MaxMessages: st.MaxMessages, MaxBytes: st.MaxBytes}
 	}
 	if e.fold {
-		n.Folded = len(e.children)
+		n.Folded = len(e.children) + e.folded
 		return n
 	}
 	for _, p := range slices.Sorted(maps.Keys(e.children)) {

@@ -56,6 +56,15 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// IsDefault reports whether c behaves as DefaultConfig (zero fields take
+// the defaults) and has no OnGiveUp: such strategies hold no state of
+// their own and can be shared.
+func (c Config) IsDefault() bool {
+	d, w := DefaultConfig(), c.withDefaults()
+	return c.OnGiveUp == nil && w.Kind == d.Kind && w.MaxRestarts == d.MaxRestarts && w.Within == d.Within &&
+		w.Backoff == d.Backoff && w.MaxBackoff == d.MaxBackoff
+}
+
 // Validate reports whether c (with defaults applied) is usable.
 func (c Config) Validate() error { return c.withDefaults().validate() }
 
