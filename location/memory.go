@@ -47,6 +47,8 @@ type Memory struct {
 	spots    map[spotKey]Ownership         // OwnerRID "" marks a released record that keeps its epoch
 	leases   expiring[SpotLease]           // Spot leases
 	tombs    expiring[SpotLease]           // tombstones of Spot leases
+	inc      string                        // incarnation: changed by RestartEmpty
+	incN     int
 	watchers map[string]map[*watcher]struct{}
 }
 
@@ -74,6 +76,7 @@ func NewMemory(opts ...MemoryOption) *Memory {
 		spots:    make(map[spotKey]Ownership),
 		leases:   newExpiring[SpotLease](),
 		tombs:    newExpiring[SpotLease](),
+		inc:      "memory-0",
 		watchers: make(map[string]map[*watcher]struct{}),
 	}
 	for _, o := range opts {

@@ -153,18 +153,52 @@ func (m *Memory) SpotRecord(ctx context.Context, mesh, kind, id string) (Ownersh
 
 // ClaimSpot implements SpotDirectory.
 func (m *Memory) ClaimSpot(ctx context.Context, expect, next Ownership) (Ownership, error) {
+	cur, _, err := m.ClaimSpotIn(ctx, expect, next)
+	return cur, err
+}
+
+// ClaimSpotIn implements SpotDirectory.
+func (m *Memory) ClaimSpotIn(ctx context.Context, expect, next Ownership) (Ownership, string, error) {
 	if err := validClaim(expect, next); err != nil {
-		return Ownership{}, err
+		return Ownership{}, "", err
 	}
 	if err := m.lock(ctx); err != nil {
-		return Ownership{}, err
+		return Ownership{}, "", err
 	}
 	defer m.mu.Unlock()
 	if cur := m.recordLocked(next); cur != expect {
-		return cur, fenced(cur, expect)
+		return cur, m.inc, fenced(cur, expect)
 	}
 	m.spots[spotKey{next.Mesh, next.Kind, next.ID}] = next
-	return next, nil
+	return next, m.inc, nil
+}
+
+// SpotIncarnation implements SpotDirectory: the store's incarnation,
+// which RestartEmpty changes.
+func (m *Memory) SpotIncarnation(ctx context.Context, mesh, kind, id string) (string, error) {
+	spot := Ownership{Mesh: mesh, Kind: kind, ID: id}
+	if err := spot.validateSpot(); err != nil {
+		return "", err
+	}
+	if err := m.lock(ctx); err != nil {
+		return "", err
+	}
+	defer m.mu.Unlock()
+	return m.inc, nil
+}
+
+// RestartEmpty is what an empty restart of a real store does to the Spot
+// directory: every ownership record, lease and tombstone is gone and the
+// incarnation changes. Descriptors and publishers are kept (their owners
+// rewrite them within a TTL anyway). For fault tests and demos.
+func (m *Memory) RestartEmpty() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.spots = make(map[spotKey]Ownership)
+	m.leases = newExpiring[SpotLease]()
+	m.tombs = newExpiring[SpotLease]()
+	m.incN++
+	m.inc = fmt.Sprintf("memory-%d", m.incN)
 }
 
 // ReleaseSpot implements SpotDirectory.

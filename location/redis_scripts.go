@@ -192,6 +192,29 @@ local st, owner, gen, epoch = spotrec(KEYS[1])
 return {st, owner, gen, epoch}
 `)
 
+// luaRunID is the run identity of the serving Redis process: a failover
+// (the promoted replica has its own) and a restart change it.
+const luaRunID = `
+local function runid()
+  return string.match(redis.call('INFO', 'server'), 'run_id:(%x+)') or ''
+end
+`
+
+// KEYS[1] any key of the slot. Returns the serving master's run_id.
+var spotIncarnationScript = rueidis.NewLuaScriptReadOnly(luaRunID + `
+return runid()
+`)
+
+// spotCASIncScript is spotCASScript whose reply has a fifth field: the
+// run_id of the master that ran it.
+var spotCASIncScript = newLuaScript(luaSpotRecord + luaRunID + `
+local st, owner, gen, epoch = spotrec(KEYS[1])
+if st == 'corrupt' then return {st, owner, gen, epoch, runid()} end
+if owner ~= ARGV[1] or gen ~= ARGV[2] or epoch ~= ARGV[3] then return {'fenced', owner, gen, epoch, runid()} end
+redis.call('HSET', KEYS[1], 'owner', ARGV[4], 'gen', ARGV[5], 'epoch', ARGV[6])
+return {'done', ARGV[4], ARGV[5], ARGV[6], runid()}
+`)
+
 // KEYS[1] spot record. ARGV: 1-3 expected owner, gen, epoch (an absent
 // record is ”, ”, '0'; one without owner has gen ”), 4-6 the record to
 // write. Claim, release (owner and gen ”, epoch kept) and transfer are this

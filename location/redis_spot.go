@@ -135,19 +135,51 @@ func (r *Redis) SpotRecord(ctx context.Context, mesh, kind, id string) (Ownershi
 
 // ClaimSpot implements SpotDirectory.
 func (r *Redis) ClaimSpot(ctx context.Context, expect, next Ownership) (Ownership, error) {
+	cur, _, err := r.claim(ctx, expect, next, false)
+	return cur, err
+}
+
+// ClaimSpotIn implements SpotDirectory.
+func (r *Redis) ClaimSpotIn(ctx context.Context, expect, next Ownership) (Ownership, string, error) {
+	return r.claim(ctx, expect, next, true)
+}
+
+func (r *Redis) claim(ctx context.Context, expect, next Ownership, withInc bool) (Ownership, string, error) {
 	if err := validClaim(expect, next); err != nil {
-		return Ownership{}, err
+		return Ownership{}, "", err
 	}
-	st, cur, err := r.spotCAS(ctx, "claim spot", expect, next)
+	st, cur, inc, err := r.spotCASInc(ctx, "claim spot", expect, next, withInc)
 	switch {
 	case err != nil:
-		return Ownership{}, err
+		return Ownership{}, "", err
 	case st == "done":
-		return cur, nil
+		return cur, inc, nil
 	case st == "fenced":
-		return cur, fenced(cur, expect)
+		return cur, inc, fenced(cur, expect)
 	}
-	return Ownership{}, fmt.Errorf("zlink: redis claim spot: reply %.32q", st)
+	return Ownership{}, "", fmt.Errorf("zlink: redis claim spot: reply %.32q", st)
+}
+
+// SpotIncarnation implements SpotDirectory: the run_id of the master that
+// serves the Spot's slot.
+func (r *Redis) SpotIncarnation(ctx context.Context, mesh, kind, id string) (string, error) {
+	spot := Ownership{Mesh: mesh, Kind: kind, ID: id}
+	if err := spot.validateSpot(); err != nil {
+		return "", err
+	}
+	if err := r.check(); err != nil {
+		return "", err
+	}
+	ctx, cancel := r.opCtx(ctx)
+	defer cancel()
+	inc, err := spotIncarnationScript.Exec(ctx, r.client, []string{r.spotKey(mesh, kind, id)}, nil).ToString()
+	if err != nil {
+		return "", r.wrap("spot incarnation", err)
+	}
+	if inc == "" {
+		return "", fmt.Errorf("zlink: redis spot incarnation: the server reports no run_id")
+	}
+	return inc, nil
 }
 
 // ReleaseSpot implements SpotDirectory.
@@ -196,27 +228,42 @@ func (r *Redis) TransferSpot(ctx context.Context, from Ownership, toRID string, 
 // record. A corrupt record is reported and returned as ErrCorrupt; a write
 // no replica confirmed as ErrUnconfirmed.
 func (r *Redis) spotCAS(ctx context.Context, what string, expect, next Ownership) (string, Ownership, error) {
+	st, cur, _, err := r.spotCASInc(ctx, what, expect, next, false)
+	return st, cur, err
+}
+
+// spotCASInc is spotCAS; withInc also returns the run_id of the master
+// that ran the script.
+func (r *Redis) spotCASInc(ctx context.Context, what string, expect, next Ownership, withInc bool) (string, Ownership, string, error) {
 	if err := r.check(); err != nil {
-		return "", Ownership{}, err
+		return "", Ownership{}, "", err
 	}
 	ctx, cancel := r.opCtx(ctx)
 	defer cancel()
-	res, confirm := r.spotExec(ctx, spotCASScript, []string{r.spotKey(next.Mesh, next.Kind, next.ID)}, []string{
+	script := spotCASScript
+	if withInc {
+		script = spotCASIncScript
+	}
+	res, confirm := r.spotExec(ctx, script, []string{r.spotKey(next.Mesh, next.Kind, next.ID)}, []string{
 		expect.OwnerRID, genField(expect.OwnerGeneration), u64(expect.Epoch),
 		next.OwnerRID, genField(next.OwnerGeneration), u64(next.Epoch),
 	})
 	reply, err := res.AsStrSlice()
 	if err != nil {
-		return "", Ownership{}, r.wrap(what, err)
+		return "", Ownership{}, "", r.wrap(what, err)
+	}
+	inc := ""
+	if withInc && len(reply) == 5 {
+		inc, reply = reply[4], reply[:4]
 	}
 	st, cur, err := r.spotReply(next, reply)
 	if err != nil {
-		return "", Ownership{}, err
+		return "", Ownership{}, "", err
 	}
 	if st == "done" && confirm != nil {
-		return "", Ownership{}, r.unconfirmed(fmt.Sprintf("%s %s/%s in mesh %q (%s)", what, next.Kind, next.ID, next.Mesh, holderString(next)), confirm)
+		return "", Ownership{}, "", r.unconfirmed(fmt.Sprintf("%s %s/%s in mesh %q (%s)", what, next.Kind, next.ID, next.Mesh, holderString(next)), confirm)
 	}
-	return st, cur, nil
+	return st, cur, inc, nil
 }
 
 // genField is the stored form of an owner generation: "" for no owner.

@@ -161,3 +161,27 @@ func testSurvivesRestart(t *testing.T, srv *locationtest.RedisServer) {
 	}
 	locationtest.NextEvent(t, events, location.Event{Kind: location.EventDelete, Mesh: "m", RID: "b"}, nil)
 }
+
+// The incarnation of a Redis shard is its run_id: a restart changes it, so
+// a node learns that what the old process acknowledged may be gone.
+func TestRedis_SpotIncarnationChangesOnRestart(t *testing.T) {
+	srv := locationtest.StartRedis(t)
+	s := newRedisStore(t, srv)
+	ctx := t.Context()
+	before, err := s.SpotIncarnation(ctx, "m", "k", "a")
+	if err != nil || before == "" {
+		t.Fatalf("incarnation %q, %v", before, err)
+	}
+	if again, err := s.SpotIncarnation(ctx, "m", "k", "b"); err != nil || again != before {
+		t.Fatalf("same server, another key: %q, %v; want %q", again, err, before)
+	}
+	srv.Restart(t)
+	var after string
+	locationtest.WaitFor(t, "the store answers after the restart", func() bool {
+		after, err = s.SpotIncarnation(ctx, "m", "k", "a")
+		return err == nil
+	})
+	if after == before {
+		t.Fatalf("incarnation %q unchanged across a restart", after)
+	}
+}

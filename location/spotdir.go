@@ -70,6 +70,15 @@ type SpotDirectory interface {
 	// record and an error matching ErrFenced; on a corrupt record
 	// ErrCorrupt (nothing written).
 	ClaimSpot(ctx context.Context, expect, next Ownership) (Ownership, error)
+	// ClaimSpotIn is ClaimSpot that also returns the incarnation of the
+	// store shard that applied the write (see SpotIncarnation).
+	ClaimSpotIn(ctx context.Context, expect, next Ownership) (Ownership, string, error)
+	// SpotIncarnation returns the incarnation of the store shard that
+	// serves the Spot's record now: an identity that changes whenever the
+	// shard's data may have been lost — a failover promoted a replica, the
+	// server restarted empty. An activation is confirmed while the shard
+	// that took its claim still answers with the same incarnation.
+	SpotIncarnation(ctx context.Context, mesh, kind, id string) (string, error)
 	// ReleaseSpot clears the owner if the record equals o (RID,
 	// generation, epoch); the epoch is kept. Else ErrFenced (also
 	// matching ErrCorrupt when the stored record is corrupt).

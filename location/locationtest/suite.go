@@ -53,6 +53,7 @@ func Run(t *testing.T, newStore NewStoreFunc) {
 		{"SpotReleaseCompares", testSpotReleaseCompares},
 		{"SpotTransferCompares", testSpotTransferCompares},
 		{"SpotEpochsNeverDecrease", testSpotEpochsNeverDecrease},
+		{"SpotIncarnation", testSpotIncarnation},
 		{"SpotMeshIsolation", testSpotMeshIsolation},
 		{"SpotValidation", testSpotValidation},
 	}

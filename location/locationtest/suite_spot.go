@@ -402,3 +402,28 @@ func closedSpotDirectory(t *testing.T, s location.Store) {
 	_, err = s.TransferSpot(ctx, o, "b", 2)
 	requireIs(t, err, location.ErrClosed)
 }
+
+// testSpotIncarnation: a claim reports the incarnation of the shard that
+// applied it, and a probe of the same Spot answers the same one while the
+// store keeps its data.
+func testSpotIncarnation(t *testing.T, s location.Store, _ func(time.Duration)) {
+	ctx := testCtx(t)
+	sp := location.Ownership{Mesh: "game", Kind: "player", ID: "inc-1"}
+	l := location.SpotLease{Mesh: "game", RID: "n1", Generation: 1}
+	requireNoErr(t, s.CreateSpotLease(ctx, l, time.Minute))
+	next := sp
+	next.OwnerRID, next.OwnerGeneration, next.Epoch = "n1", 1, 1
+	_, inc, err := s.ClaimSpotIn(ctx, sp, next)
+	requireNoErr(t, err)
+	if inc == "" {
+		t.Fatal("ClaimSpotIn reported no incarnation")
+	}
+	got, err := s.SpotIncarnation(ctx, "game", "player", "inc-1")
+	requireNoErr(t, err)
+	if got != inc {
+		t.Fatalf("incarnation %q after a claim in %q", got, inc)
+	}
+	if _, err := s.SpotIncarnation(ctx, "game", "", "x"); !errors.Is(err, location.ErrInvalid) {
+		t.Fatalf("invalid spot: %v", err)
+	}
+}
