@@ -100,7 +100,7 @@ func (rt *runtime) request(ctx context.Context, kind, id, packet string, payload
 		return h, func() {}, nil
 	}
 	// R2: an outbound call of a turn checks the lease first.
-	if !rt.lease.valid(c.act.gen, time.Now()) {
+	if !rt.valid(c.act, time.Now()) {
 		return nil, nil, fmt.Errorf("%w: %s/%s lost its lease", ErrFenced, c.Kind, c.ID)
 	}
 	if len(chain) >= maxChain {

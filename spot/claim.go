@@ -14,9 +14,11 @@ type claimResult struct {
 	epoch uint64 // activate under this epoch (ok)
 	gen   uint64 // the lease generation it was claimed under
 	ok    bool
-	owner string // a live owner holds it: redirect there
-	retry string // not now (own lease not valid, the store disagreed)
-	err   error  // the store failed
+	inc   string    // the incarnation of the shard that took the claim
+	sent  time.Time // when the claim write was sent
+	owner string    // a live owner holds it: redirect there
+	retry string    // not now (own lease not valid, the store disagreed)
+	err   error     // the store failed
 }
 
 // claim runs the claim of (kind, id) step by step (rule R3): read the
@@ -75,12 +77,13 @@ func (rt *runtime) claim(kind, id string) claimResult {
 				OwnerGeneration: p.Expect.Holder.Gen, Epoch: p.Expect.Epoch}
 			next := location.Ownership{Mesh: mesh, Kind: kind, ID: id, OwnerRID: rid, OwnerGeneration: gen, Epoch: p.New.Epoch}
 			ctx, cancel := rt.storeCtx()
-			_, err := rt.dir.ClaimSpot(ctx, expect, next)
+			sent := time.Now()
+			_, inc, err := rt.dir.ClaimSpotIn(ctx, expect, next)
 			cancel()
 			switch {
 			case err == nil:
 				if rt.lease.valid(gen, time.Now()) {
-					return claimResult{ok: true, epoch: next.Epoch, gen: gen}
+					return claimResult{ok: true, epoch: next.Epoch, gen: gen, inc: inc, sent: sent}
 				}
 				return claimResult{retry: "lease lapsed during the claim"}
 			case errors.Is(err, location.ErrFenced):

@@ -14,8 +14,9 @@ import (
 // asking the kind actor (leaf atomics).
 type activation struct {
 	id    string
-	seq   uint64 // unique on this node: the call-chain identity
-	gen   uint64 // lease generation it was claimed under
+	seq   uint64    // unique on this node: the call-chain identity
+	gen   uint64    // lease generation it was claimed under
+	inc   *incState // the store shard incarnation that took its claim (nil: none reported)
 	epoch uint64
 	ref   *actors.Ref
 

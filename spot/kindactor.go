@@ -22,6 +22,7 @@ type (
 	deactivated   struct{ act *activation }
 	released      struct{ id string }
 	fenceAll      struct{ gen uint64 }
+	fenceInc      struct{ s *incState }
 	deactivateAll struct {
 		stopping bool
 		done     chan error
@@ -81,6 +82,8 @@ func (a *kindActor) Receive(c actor.Context) {
 		a.sweep(c, msg.at)
 	case *fenceAll:
 		a.fence(c, msg.gen)
+	case *fenceInc:
+		a.fenceInc(c, msg.s)
 	case *deactivateAll:
 		a.deactivateAll(c, msg)
 	}
@@ -219,6 +222,9 @@ func (a *kindActor) onClaimed(c actor.Context, msg *claimed) {
 func (a *kindActor) spawn(c actor.Context, id string, res claimResult) *activation {
 	rt := a.rt
 	act := &activation{id: id, seq: rt.actSeq.Add(1), gen: res.gen, epoch: res.epoch}
+	if res.inc != "" {
+		act.inc = rt.incs.attach(res.inc, a.ks.reg.name, id, res.sent)
+	}
 	act.touch(time.Now())
 	reg := a.ks.reg
 	ref, err := rt.n.Actors().SpawnChild(c, actors.Spec{
@@ -227,6 +233,7 @@ func (a *kindActor) spawn(c actor.Context, id string, res claimResult) *activati
 		Producer: func() actor.Actor { return &spotActor{rt: rt, ks: a.ks, act: act} },
 	})
 	if err != nil {
+		rt.incs.detach(act.inc)
 		rt.log.Error().Err(err).Str("kind", reg.name).Str("id", id).Msg("spots: spawn failed")
 		return nil
 	}
@@ -247,6 +254,7 @@ func (a *kindActor) onDeactivated(c actor.Context, act *activation) {
 // wait and reactivate the Spot afterwards.
 func (a *kindActor) ended(c actor.Context, act *activation) {
 	a.ks.dir.remove(act)
+	a.rt.incs.detach(act.inc)
 	a.ks.stats.active.Add(-1)
 	a.ks.stats.deactivations.Add(1)
 	e := a.table[act.id]
@@ -341,6 +349,17 @@ func (a *kindActor) close(c actor.Context, act *activation, fenced bool) {
 func (a *kindActor) fence(c actor.Context, gen uint64) {
 	for _, act := range a.ks.dir.all() {
 		if act.gen == gen {
+			a.rt.stats.fenced.Add(1)
+			a.close(c, act, true)
+		}
+	}
+}
+
+// fenceInc ends every activation claimed in a store shard incarnation
+// that is gone or unconfirmed (rule C), without releasing its record.
+func (a *kindActor) fenceInc(c actor.Context, s *incState) {
+	for _, act := range a.ks.dir.all() {
+		if act.inc == s {
 			a.rt.stats.fenced.Add(1)
 			a.close(c, act, true)
 		}

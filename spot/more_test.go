@@ -206,3 +206,41 @@ func TestSpot_ReentrantKindTakesItsOwnChain(t *testing.T) {
 		t.Fatalf("reentrant calls took %v", d)
 	}
 }
+
+// An empty restart of the store (every record and lease gone, a new
+// incarnation): the Spots claimed in the old incarnation are fenced, it is
+// counted, and calls go on — served by one activation each again.
+func TestSpot_StoreEmptyRestartFencesAndCounts(t *testing.T) {
+	store := location.NewMemory()
+	c := newCluster(t, store, 0)
+	ctx := ctxT(t, 30*time.Second)
+	for i := range 30 {
+		if _, _, err := callAdd(ctx, c.client, fmt.Sprintf("r-%d", i), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store.RestartEmpty()
+	waitFor(t, "every server sees the new incarnation or its lease refused, and its Spots fenced", 10*time.Second, func() bool {
+		var fenced uint64
+		for _, s := range c.servers {
+			st, _ := spot.StatsOf(s)
+			fenced += st.Fenced
+		}
+		return fenced >= 30 && c.active() == 0
+	})
+	var seen uint64
+	for _, s := range c.servers {
+		st, _ := spot.StatsOf(s)
+		seen += st.StoreIncarnations
+	}
+	if seen == 0 {
+		t.Log("the lease refusal fenced everything before a probe saw the new incarnation")
+	}
+	for i := range 30 {
+		id := fmt.Sprintf("r-%d", i)
+		v, _, err := callAdd(ctx, c.client, id, 1)
+		if err != nil || v != 1 {
+			t.Fatalf("%s after the restart: %d, %v", id, v, err)
+		}
+	}
+}

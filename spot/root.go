@@ -121,6 +121,7 @@ func (a *leaseActor) Receive(c actor.Context) {
 		if rt.stopping.Load() || a.inflight {
 			return
 		}
+		a.probe(c, msg.at)
 		gen, _ := rt.lease.holder(msg.at)
 		if rt.lease.expired(gen, msg.at) {
 			rt.log.Warn().Uint64("generation", gen).Msg("spots: ownership lease deadline passed; fencing every Spot and starting a new generation")
@@ -128,6 +129,13 @@ func (a *leaseActor) Receive(c actor.Context) {
 			return
 		}
 		a.write(c, gen, false)
+	case *probeDone:
+		if rt.incs.answered(msg.s, msg.tok, msg.inc, msg.err) {
+			rt.stats.incarnations.Add(1)
+			rt.log.Error().Str("was", msg.s.inc).Str("now", msg.inc).
+				Msg("spots: a store shard changed incarnation (failover or empty restart): writes it acknowledged may be lost; fencing the Spots claimed there")
+			a.fenceInc(msg.s)
+		}
 	case *leaseDone:
 		a.inflight = false
 		switch {
@@ -145,6 +153,47 @@ func (a *leaseActor) Receive(c actor.Context) {
 		}
 	}
 }
+
+type probeDone struct {
+	s   *incState
+	tok uint64
+	inc string
+	err error
+}
+
+// probe confirms every store shard incarnation holding claims of active
+// Spots (rule C), once per renewal period each, and fences the Spots of
+// one whose confirmation lapsed.
+func (a *leaseActor) probe(c actor.Context, now time.Time) {
+	rt := a.rt
+	probes, lapsed := rt.incs.due(now, rt.cfg.RenewEvery)
+	for _, s := range lapsed {
+		rt.log.Warn().Str("incarnation", s.inc).Msg("spots: a store shard's incarnation went unconfirmed past the deadline; fencing the Spots claimed there")
+		a.fenceInc(s)
+	}
+	self := rt.n.Actors().Self(c)
+	for _, s := range probes {
+		tok := rt.incs.sent(s, now)
+		if !rt.goStore(func() {
+			ctx, cancel := rt.storeCtx()
+			defer cancel()
+			inc, err := rt.dir.SpotIncarnation(ctx, rt.n.Mesh(), s.kind, s.id)
+			_ = self.Tell(&probeDone{s: s, tok: tok, inc: inc, err: err})
+		}) {
+			rt.incs.answered(s, tok, "", errStopping)
+		}
+	}
+}
+
+func (a *leaseActor) fenceInc(s *incState) {
+	for _, ks := range a.rt.order {
+		if ref := ks.ref.Load(); ref != nil {
+			_ = ref.Tell(&fenceInc{s: s})
+		}
+	}
+}
+
+var errStopping = errors.New("spots stopping")
 
 func (a *leaseActor) begin(c actor.Context, gen uint64) {
 	a.rt.lease.begin(gen)

@@ -53,6 +53,7 @@ type runtime struct {
 	order []*kindState
 
 	lease   leaseBox
+	incs    incBox
 	members atomic.Pointer[[]member] // written by the members actor
 	listed  atomic.Uint64            // member listings so far
 	membRef atomic.Pointer[actors.Ref]
@@ -100,6 +101,7 @@ func newRuntime(n *routemesh.Node, cfg Config, regs []*kindReg) (*runtime, error
 	rt.dir = n.Store()
 	rt.log = n.Logger().With().Str("component", "spots").Logger()
 	rt.lease.cfg = cfg.fence()
+	rt.incs.cfg = cfg.fence()
 	for _, reg := range regs {
 		if reg.err != nil {
 			return nil, reg.err
@@ -130,6 +132,13 @@ func of(n *routemesh.Node) (*runtime, error) {
 		return nil, fmt.Errorf("%w: mesh %s (call spot.Enable on its builder)", ErrNotEnabled, n.Mesh())
 	}
 	return rt, nil
+}
+
+// valid reports whether act may act now: its node's lease generation is
+// valid (R2) and the store shard that took its claim is confirmed in the
+// same incarnation (rule C, incarnation.go).
+func (rt *runtime) valid(act *activation, now time.Time) bool {
+	return rt.lease.valid(act.gen, now) && rt.incs.valid(act.inc, now)
 }
 
 // goStore runs a store step on a tracked goroutine; after Stop it refuses.

@@ -97,7 +97,7 @@ func runTurn(rt *runtime, ks *kindState, act *activation, state any, d *delivery
 	reg := ks.reg
 	now := time.Now()
 	act.touch(now)
-	if !rt.lease.valid(act.gen, now) {
+	if !rt.valid(act, now) {
 		rt.answer(d.r, &d.h, retryReply("owner fenced"))
 		return
 	}
@@ -118,7 +118,7 @@ func runTurn(rt *runtime, ks *kindState, act *activation, state any, d *delivery
 	}
 	cancel()
 	switch {
-	case !rt.lease.valid(act.gen, time.Now()):
+	case !rt.valid(act, time.Now()):
 		rt.answer(d.r, &d.h, errorReply(fmt.Errorf("%w: %s/%s lost its lease during the turn", ErrFenced, reg.name, act.id)))
 	case err != nil:
 		if wire.CodeOf(err) == wire.CodeHandler {

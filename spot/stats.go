@@ -15,6 +15,7 @@ type counters struct {
 	overlaps     atomic.Uint64 // releases that found the record changed under a live activation
 	sendsDropped atomic.Uint64 // one-way messages that reached no owner
 	leaseGens    atomic.Uint64 // lease generations started
+	incarnations atomic.Uint64 // store shard incarnation changes seen
 }
 
 type kindCounters struct {
@@ -42,6 +43,10 @@ type Stats struct {
 	// Overlaps counts releases that found the record changed under a live
 	// activation: evidence of a lost store write (logged too).
 	Overlaps uint64 `json:"overlaps"`
+	// StoreIncarnations counts changes of a store shard's incarnation seen
+	// under active Spots (a failover or an empty restart: acknowledged
+	// writes may be lost; the Spots claimed there are fenced).
+	StoreIncarnations uint64 `json:"store_incarnations"`
 	// SendsDropped counts one-way messages that reached no owner.
 	SendsDropped uint64 `json:"sends_dropped"`
 	// LeaseGeneration is the current ownership lease generation, and
@@ -66,7 +71,8 @@ func (rt *runtime) statsNow() Stats {
 	gen, valid := rt.lease.holder(time.Now())
 	s := Stats{Role: rt.role.String(), Redirects: rt.stats.redirects.Load(), Fenced: rt.stats.fenced.Load(),
 		Overlaps: rt.stats.overlaps.Load(), SendsDropped: rt.stats.sendsDropped.Load(),
-		LeaseGeneration: gen, LeaseValid: valid, Cached: rt.cache.len()}
+		StoreIncarnations: rt.stats.incarnations.Load(),
+		LeaseGeneration:   gen, LeaseValid: valid, Cached: rt.cache.len()}
 	for _, ks := range rt.order {
 		s.Kinds = append(s.Kinds, KindStats{Kind: ks.reg.name, Active: ks.stats.active.Load(),
 			Activations: ks.stats.activations.Load(), Deactivations: ks.stats.deactivations.Load()})
