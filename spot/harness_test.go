@@ -2,6 +2,7 @@ package spot_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -43,7 +44,15 @@ func logger(t *testing.T) zerolog.Logger {
 }
 
 // The counter kind of these tests, with a ledger of activations.
-type counter struct{ N, Last, Disorder, Seen int64 }
+type counter struct {
+	N, Last, Disorder, Seen int64
+	Replies                 []string // "tag=value" or "tag!error" of async replies
+}
+
+type asyncOut struct {
+	Kind, Target, Packet string
+	TimeoutMs            int64
+}
 
 type add struct{ N int64 }
 
@@ -54,14 +63,16 @@ type callOut struct {
 }
 
 var (
-	addP   = wire.NewPacket[add, int64]("add")
-	getP   = wire.NewPacket[struct{}, int64]("get")
-	boomP  = wire.NewPacket[struct{}, int64]("boom")
-	callP  = wire.NewPacket[callOut, int64]("call")
-	pingP  = wire.NewPacket[add, struct{}]("ping")
-	sleepP = wire.NewPacket[int64, int64]("sleep")
-	seqP   = wire.NewPacket[int64, struct{}]("seq")
-	orderP = wire.NewPacket[struct{}, [2]int64]("order") // seen, out of order
+	addP     = wire.NewPacket[add, int64]("add")
+	getP     = wire.NewPacket[struct{}, int64]("get")
+	boomP    = wire.NewPacket[struct{}, int64]("boom")
+	callP    = wire.NewPacket[callOut, int64]("call")
+	pingP    = wire.NewPacket[add, struct{}]("ping")
+	sleepP   = wire.NewPacket[int64, int64]("sleep")
+	seqP     = wire.NewPacket[int64, struct{}]("seq")
+	orderP   = wire.NewPacket[struct{}, [2]int64]("order") // seen, out of order
+	asyncP   = wire.NewPacket[asyncOut, struct{}]("async")
+	repliesP = wire.NewPacket[struct{}, []string]("replies")
 )
 
 // ledger counts activations per (ID, epoch) and where they ran.
@@ -110,6 +121,10 @@ func counterKind(l *ledger, idle time.Duration) *spot.Kind[counter] {
 		return spot.Call(c, c.Node, r.Kind, r.Target, getP, struct{}{})
 	})
 	spot.On(k, sleepP, func(c *spot.Context, s *counter, ms int64) (int64, error) {
+		if ms < 0 {
+			time.Sleep(time.Duration(-ms) * time.Millisecond)
+			return s.N, nil
+		}
 		select {
 		case <-time.After(time.Duration(ms) * time.Millisecond):
 		case <-c.Done():
@@ -123,6 +138,24 @@ func counterKind(l *ledger, idle time.Duration) *spot.Kind[counter] {
 		}
 		s.Last = n
 		s.Seen++
+	})
+	spot.On(k, asyncP, func(c *spot.Context, s *counter, r asyncOut) (struct{}, error) {
+		var body []byte
+		if r.Packet == sleepP.Name() {
+			body, _ = sleepP.EncodeRequest(-500) // negative: sleep that long, ignoring the deadline
+		} else {
+			body, _ = getP.EncodeRequest(struct{}{})
+		}
+		return struct{}{}, c.CallSpotAsync(r.Kind, r.Target, r.Packet, body, time.Duration(r.TimeoutMs)*time.Millisecond, r.Target)
+	})
+	spot.On(k, repliesP, func(_ *spot.Context, s *counter, _ struct{}) ([]string, error) { return s.Replies, nil })
+	k.OnReply(func(c *spot.Context, s *counter, r *spot.Reply) {
+		if r.Err != nil {
+			s.Replies = append(s.Replies, fmt.Sprintf("%v!%v", r.Tag, r.Err))
+			return
+		}
+		v, _ := getP.DecodeReply(r.Payload)
+		s.Replies = append(s.Replies, fmt.Sprintf("%v=%d", r.Tag, v))
 	})
 	spot.On(k, orderP, func(_ *spot.Context, s *counter, _ struct{}) ([2]int64, error) {
 		return [2]int64{s.Seen, s.Disorder}, nil

@@ -35,6 +35,7 @@ type kindReg struct {
 	sends        map[string]sendFn
 	onActivate   func(c *Context, state any) error
 	onDeactivate func(c *Context, state any)
+	onReply      func(c *Context, state any, r *Reply)
 	idle         time.Duration
 	reentrant    bool
 	maxMessages  int64
@@ -209,6 +210,8 @@ type Context struct {
 	Node *routemesh.Node
 
 	act   *activation
+	rt    *runtime
+	ks    *kindState
 	chain []link // the chain this turn was called with
 }
 

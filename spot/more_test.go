@@ -3,6 +3,7 @@ package spot_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -242,5 +243,31 @@ func TestSpot_StoreEmptyRestartFencesAndCounts(t *testing.T) {
 		if err != nil || v != 1 {
 			t.Fatalf("%s after the restart: %d, %v", id, v, err)
 		}
+	}
+}
+
+// A turn starts asynchronous Spot calls and ends; each reply comes back
+// as a message of the Spot, in a turn of its own, with its tag — a
+// timeout included.
+func TestSpot_AsyncCallsReplyAsMessages(t *testing.T) {
+	c := newCluster(t, location.NewMemory(), 0)
+	ctx := ctxT(t, 20*time.Second)
+	if _, err := spot.Call(ctx, c.client, "counter", "b", addP, add{N: 42}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := spot.Call(ctx, c.client, "counter", "a", asyncP, asyncOut{Kind: "counter", Target: "b", Packet: "get", TimeoutMs: 2000}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := spot.Call(ctx, c.client, "counter", "a", asyncP, asyncOut{Kind: "counter", Target: "slow", Packet: "sleep", TimeoutMs: 100}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	waitFor(t, "two replies", 10*time.Second, func() bool {
+		var err error
+		got, err = spot.Call(ctx, c.client, "counter", "a", repliesP, struct{}{})
+		return err == nil && len(got) == 2
+	})
+	if got[0] != "b=42" || !strings.HasPrefix(got[1], "slow!") || !strings.Contains(got[1], "timeout") {
+		t.Fatalf("replies %q: want b=42 and a timeout of slow", got)
 	}
 }

@@ -39,6 +39,8 @@ func (a *spotActor) Receive(c actor.Context) {
 		a.turn(c, msg)
 	case *deactivate:
 		a.last(c, true)
+	case *Reply:
+		a.reply(msg)
 	}
 }
 
@@ -68,7 +70,7 @@ func (a *spotActor) context(ctx context.Context, from string, chain []link) *Con
 
 func turnContext(rt *runtime, ks *kindState, act *activation, ctx context.Context, from string, chain []link) *Context {
 	return &Context{Context: ctx, Kind: ks.reg.name, ID: act.id, Epoch: act.epoch, From: from,
-		Node: rt.n, act: act, chain: chain}
+		Node: rt.n, act: act, rt: rt, ks: ks, chain: chain}
 }
 
 // turn runs one delivery in the Spot's turn (or sends it back to the kind
