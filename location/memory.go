@@ -47,6 +47,7 @@ type Memory struct {
 	spots    map[spotKey]Ownership         // OwnerRID "" marks a released record that keeps its epoch
 	leases   expiring[SpotLease]           // Spot leases
 	tombs    expiring[SpotLease]           // tombstones of Spot leases
+	states   map[spotKey]SpotState         // persisted Spot state
 	inc      string                        // incarnation: changed by RestartEmpty
 	incN     int
 	watchers map[string]map[*watcher]struct{}

@@ -195,6 +195,7 @@ func (m *Memory) RestartEmpty() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.spots = make(map[spotKey]Ownership)
+	m.states = nil
 	m.leases = newExpiring[SpotLease]()
 	m.tombs = newExpiring[SpotLease]()
 	m.incN++

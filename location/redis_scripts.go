@@ -215,6 +215,18 @@ redis.call('HSET', KEYS[1], 'owner', ARGV[4], 'gen', ARGV[5], 'epoch', ARGV[6])
 return {'done', ARGV[4], ARGV[5], ARGV[6], runid()}
 `)
 
+// KEYS[1] spot record, KEYS[2] its state (same hash tag). ARGV: 1-3 the
+// writer's owner, gen, epoch (the record must still equal them), 4
+// version, 5 data. Returns {'done', record} or {'fenced'|'corrupt',
+// current record fields}.
+var spotStatePutScript = newLuaScript(luaSpotRecord + `
+local st, owner, gen, epoch = spotrec(KEYS[1])
+if st == 'corrupt' then return {st, owner, gen, epoch} end
+if owner == '' or owner ~= ARGV[1] or gen ~= ARGV[2] or epoch ~= ARGV[3] then return {'fenced', owner, gen, epoch} end
+redis.call('HSET', KEYS[2], 'v', ARGV[4], 'epoch', ARGV[3], 'd', ARGV[5])
+return {'done', owner, gen, epoch}
+`)
+
 // KEYS[1] spot record. ARGV: 1-3 expected owner, gen, epoch (an absent
 // record is ”, ”, '0'; one without owner has gen ”), 4-6 the record to
 // write. Claim, release (owner and gen ”, epoch kept) and transfer are this

@@ -9,6 +9,7 @@ import (
 // by many goroutines. Every method may block on I/O (Redis) and honours ctx;
 // none blocks forever when ctx has a deadline.
 type Store interface {
+	SpotStates
 	// SpotDirectory holds the Spot ownership records and the Spot leases
 	// of node lifecycles (see spotdir.go).
 	SpotDirectory

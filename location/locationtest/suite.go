@@ -54,6 +54,7 @@ func Run(t *testing.T, newStore NewStoreFunc) {
 		{"SpotTransferCompares", testSpotTransferCompares},
 		{"SpotEpochsNeverDecrease", testSpotEpochsNeverDecrease},
 		{"SpotIncarnation", testSpotIncarnation},
+		{"SpotState", testSpotState},
 		{"SpotMeshIsolation", testSpotMeshIsolation},
 		{"SpotValidation", testSpotValidation},
 	}

@@ -427,3 +427,59 @@ func testSpotIncarnation(t *testing.T, s location.Store, _ func(time.Duration)) 
 		t.Fatalf("invalid spot: %v", err)
 	}
 }
+
+// testSpotState: a state write succeeds only while the record names the
+// writer (owner, generation, epoch) — a stale owner cannot write, not even
+// before the new owner's first write — and reads back what was written.
+func testSpotState(t *testing.T, s location.Store, _ func(time.Duration)) {
+	ctx := testCtx(t)
+	sp := location.Ownership{Mesh: "game", Kind: "player", ID: "st-1"}
+	if _, err := s.GetSpotState(ctx, "game", "player", "st-1"); !errors.Is(err, location.ErrNotFound) {
+		t.Fatalf("no state yet: %v", err)
+	}
+	a := sp
+	a.OwnerRID, a.OwnerGeneration, a.Epoch = "a", 1, 1
+	if err := s.PutSpotState(ctx, a, location.SpotState{Data: []byte("x"), Version: 1, Epoch: 1}); !errors.Is(err, location.ErrFenced) {
+		t.Fatalf("a write before any claim: %v, want ErrFenced", err)
+	}
+	if _, err := s.ClaimSpot(ctx, sp, a); err != nil {
+		t.Fatal(err)
+	}
+	want := location.SpotState{Data: []byte("v1 of a"), Version: 3, Epoch: 1}
+	requireNoErr(t, s.PutSpotState(ctx, a, want))
+	got, err := s.GetSpotState(ctx, "game", "player", "st-1")
+	if err != nil || string(got.Data) != string(want.Data) || got.Version != 3 || got.Epoch != 1 {
+		t.Fatalf("read back %+v, %v", got, err)
+	}
+	if err := s.PutSpotState(ctx, a, location.SpotState{Data: []byte("x"), Version: 3, Epoch: 2}); !errors.Is(err, location.ErrInvalid) {
+		t.Fatalf("a state epoch that is not the writer's: %v", err)
+	}
+	if err := s.PutSpotState(ctx, a, location.SpotState{Data: make([]byte, location.MaxSpotState+1), Epoch: 1}); !errors.Is(err, location.ErrInvalid) {
+		t.Fatalf("an oversized state: %v", err)
+	}
+	// b takes the Spot over; a, now stale, cannot write — before b's first
+	// write and after it.
+	b := sp
+	b.OwnerRID, b.OwnerGeneration, b.Epoch = "b", 7, 2
+	if _, err := s.ClaimSpot(ctx, a, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutSpotState(ctx, a, location.SpotState{Data: []byte("late a"), Version: 3, Epoch: 1}); !errors.Is(err, location.ErrFenced) {
+		t.Fatalf("a stale owner's write: %v, want ErrFenced", err)
+	}
+	requireNoErr(t, s.PutSpotState(ctx, b, location.SpotState{Data: []byte("b"), Version: 3, Epoch: 2}))
+	if err := s.PutSpotState(ctx, a, location.SpotState{Data: []byte("late a"), Version: 3, Epoch: 1}); !errors.Is(err, location.ErrFenced) {
+		t.Fatalf("a stale owner's write after the new owner's: %v, want ErrFenced", err)
+	}
+	if got, _ := s.GetSpotState(ctx, "game", "player", "st-1"); string(got.Data) != "b" || got.Epoch != 2 {
+		t.Fatalf("state %+v, want b's", got)
+	}
+	// Released: nobody owns it, nobody writes; the state stays.
+	requireNoErr(t, s.ReleaseSpot(ctx, b))
+	if err := s.PutSpotState(ctx, b, location.SpotState{Data: []byte("after release"), Version: 3, Epoch: 2}); !errors.Is(err, location.ErrFenced) {
+		t.Fatalf("a write after release: %v, want ErrFenced", err)
+	}
+	if got, _ := s.GetSpotState(ctx, "game", "player", "st-1"); string(got.Data) != "b" {
+		t.Fatalf("state after release %+v", got)
+	}
+}
