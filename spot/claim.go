@@ -29,6 +29,20 @@ type claimResult struct {
 func (rt *runtime) claim(kind, id string) claimResult {
 	mesh, rid := rt.n.Mesh(), rt.n.RID()
 	owner := fence.Unknown
+	var persisted uint64
+	if ks := rt.kinds[kind]; ks != nil && ks.reg.persist != nil {
+		// R3: the new epoch is above the persisted state's too, so epochs
+		// never go back even when the record was lost.
+		ctx, cancel := rt.storeCtx()
+		st, err := rt.states.GetSpotState(ctx, mesh, kind, id)
+		cancel()
+		switch {
+		case err == nil:
+			persisted = st.Epoch
+		case !errors.Is(err, location.ErrNotFound):
+			return claimResult{err: err}
+		}
+	}
 	for range 4 {
 		gen, valid := rt.lease.holder(time.Now())
 		if !valid || !rt.n.Published() {
@@ -43,7 +57,7 @@ func (rt *runtime) claim(kind, id string) claimResult {
 		}
 		cur := fence.Record{Holder: fence.Holder{RID: rec.OwnerRID, Gen: rec.OwnerGeneration}, Epoch: rec.Epoch}
 	plan:
-		p := fence.PlanClaim(self, cur, owner, 0)
+		p := fence.PlanClaim(self, cur, owner, persisted)
 		switch p.Step {
 		case fence.Redirect:
 			if p.Owner.RID == rid {
@@ -70,7 +84,7 @@ func (rt *runtime) claim(kind, id string) claimResult {
 			// than trust a read: the write that made it ours may not have
 			// been acknowledged (or replicated), and every activation gets
 			// its own epoch.
-			p = fence.Plan{Step: fence.CompareAndSet, Expect: cur, New: fence.Record{Holder: self, Epoch: cur.Epoch + 1}}
+			p = fence.Plan{Step: fence.CompareAndSet, Expect: cur, New: fence.Record{Holder: self, Epoch: max(cur.Epoch, persisted) + 1}}
 			fallthrough
 		case fence.CompareAndSet:
 			expect := location.Ownership{Mesh: mesh, Kind: kind, ID: id, OwnerRID: p.Expect.Holder.RID,

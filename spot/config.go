@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/zlink-go/zlink/internal/fence"
+	"github.com/zlink-go/zlink/location"
 )
 
 // Config is the Spot runtime of one MeshNode. Zero fields take the
@@ -30,6 +31,10 @@ type Config struct {
 	// StoreTimeout bounds each Location Store step of a claim or release.
 	// Default 2 s.
 	StoreTimeout time.Duration
+	// States is where persistent kinds save their state. Default: the
+	// node's Location Store (the state then shares each Spot's hash tag
+	// with its ownership record, which a fenced write needs).
+	States location.SpotStates
 }
 
 // DefaultConfig returns the defaults.

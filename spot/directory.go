@@ -25,6 +25,8 @@ type activation struct {
 	turn      atomic.Uint64 // running turn (0 = none)
 	lastUsed  atomic.Int64  // unix nanos of the last message
 	fenced    atomic.Bool   // ended because the lease was lost: no release
+	dirty     atomic.Bool   // persistent kinds: changed since the last save
+	saved     atomic.Int64  // unix nanos of the last save (or the activation)
 
 	// mu guards the outbound calls its turns are waiting on (call-chain
 	// links) and, for reentrant kinds, the state. A leaf.

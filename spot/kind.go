@@ -36,6 +36,10 @@ type kindReg struct {
 	onActivate   func(c *Context, state any) error
 	onDeactivate func(c *Context, state any)
 	onReply      func(c *Context, state any, r *Reply)
+	persist      *Persistence
+	encode       func(state any) ([]byte, error)
+	decode       func(version uint32, data []byte) (any, error)
+	upgrade      func(version uint32, data []byte) (any, error)
 	idle         time.Duration
 	reentrant    bool
 	maxMessages  int64

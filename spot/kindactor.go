@@ -84,6 +84,11 @@ func (a *kindActor) Receive(c actor.Context) {
 		a.fence(c, msg.gen)
 	case *fenceInc:
 		a.fenceInc(c, msg.s)
+	case *staleSpot:
+		if a.ks.dir.get(msg.act.id) == msg.act {
+			a.rt.stats.fenced.Add(1)
+			a.close(c, msg.act, true)
+		}
 	case *deactivateAll:
 		a.deactivateAll(c, msg)
 	}
@@ -299,13 +304,24 @@ func (a *kindActor) onReleased(c actor.Context, id string) {
 // requests that did not fit a full mailbox.
 func (a *kindActor) sweep(c actor.Context, now time.Time) {
 	idle := a.ks.reg.idle
-	if now.Sub(a.lastSweep) < min(idle/4, time.Second) {
+	every := min(idle/4, time.Second)
+	if p := a.ks.reg.persist; p != nil && p.Interval > 0 {
+		every = min(every, p.Interval/2)
+	}
+	if now.Sub(a.lastSweep) < every {
 		return
 	}
 	a.lastSweep = now
 	cut := now.Add(-idle).UnixNano()
-	var close []*activation
+	var close, save []*activation
+	var saveCut int64
+	if p := a.ks.reg.persist; p != nil && p.Interval > 0 {
+		saveCut = now.Add(-p.Interval).UnixNano()
+	}
 	a.ks.dir.each(func(act *activation) {
+		if saveCut != 0 && act.dirty.Load() && act.saved.Load() < saveCut {
+			save = append(save, act)
+		}
 		if act.closing.Load() {
 			if !act.closeSent {
 				close = append(close, act)
@@ -318,6 +334,9 @@ func (a *kindActor) sweep(c actor.Context, now time.Time) {
 	})
 	for _, act := range close {
 		a.close(c, act, act.fenced.Load())
+	}
+	for _, act := range save {
+		_ = act.ref.Tell(&checkpoint{}) // a full mailbox: the next sweep
 	}
 }
 

@@ -43,14 +43,15 @@ func EnableWith(b *routemesh.MeshBuilder, cfg Config, kinds ...Registration) *ro
 // leaf structures (lease box, directories, cache, counters) or atomics
 // written by one actor each.
 type runtime struct {
-	n     *routemesh.Node
-	cfg   Config
-	store location.Store
-	dir   location.SpotDirectory
-	role  routemesh.ObjectRole
-	log   zerolog.Logger
-	kinds map[string]*kindState
-	order []*kindState
+	n      *routemesh.Node
+	cfg    Config
+	store  location.Store
+	dir    location.SpotDirectory
+	states location.SpotStates // where persistent kinds save their state
+	role   routemesh.ObjectRole
+	log    zerolog.Logger
+	kinds  map[string]*kindState
+	order  []*kindState
 
 	lease   leaseBox
 	incs    incBox
@@ -99,6 +100,10 @@ func newRuntime(n *routemesh.Node, cfg Config, regs []*kindReg) (*runtime, error
 	rt := &runtime{n: n, cfg: cfg, store: n.Store(), role: n.ObjectRole(), kinds: map[string]*kindState{},
 		cache: newOwnerCache(cfg.CacheSize)}
 	rt.dir = n.Store()
+	rt.states = n.Store()
+	if cfg.States != nil {
+		rt.states = cfg.States
+	}
 	rt.log = n.Logger().With().Str("component", "spots").Logger()
 	rt.lease.cfg = cfg.fence()
 	rt.incs.cfg = cfg.fence()

@@ -26,7 +26,9 @@ type spotActor struct {
 	state any
 	turns uint64
 	gone  bool  // past its last turn: later calls go back to the kind actor
-	fail  error // OnActivate failed: calls end with it
+	fail  error // OnActivate (or the restore) failed: calls end with it
+	dirty bool  // persistent kinds: changed since the last save
+	since int   // messages since the last save
 }
 
 var _ actors.FailureHandler = (*spotActor)(nil)
@@ -41,13 +43,32 @@ func (a *spotActor) Receive(c actor.Context) {
 		a.last(c, true)
 	case *Reply:
 		a.reply(msg)
+		a.changed()
+	case *checkpoint:
+		if !a.gone {
+			_ = a.save()
+		}
 	}
 }
 
 func (a *spotActor) start(c actor.Context) {
 	reg := a.ks.reg
 	a.act.turn.Store(0)
-	a.state = reg.newState(a.act.id)
+	a.dirty, a.since = false, 0
+	a.act.saved.Store(time.Now().UnixNano())
+	if reg.persist != nil {
+		s, err := a.restore()
+		if err != nil {
+			a.rt.log.Error().Err(err).Str("kind", reg.name).Str("id", a.act.id).Msg("spots: restoring the state failed")
+			a.fail = fmt.Errorf("%w: activation of %s/%s: %w", zerr.ErrHandler, reg.name, a.act.id, err)
+			a.state = reg.newState(a.act.id)
+			a.last(c, false)
+			return
+		}
+		a.state = s
+	} else {
+		a.state = reg.newState(a.act.id)
+	}
 	if reg.reentrant {
 		a.act.setState(a.state)
 	}
@@ -87,15 +108,22 @@ func (a *spotActor) turn(c actor.Context, d *delivery) {
 	}
 	a.turns++
 	a.act.turn.Store(a.turns)
-	runTurn(rt, a.ks, a.act, a.state, d)
+	var before func() error
+	if p := a.ks.reg.persist; p != nil && p.ReplyAfterWrite {
+		before = func() error { a.dirty = true; a.act.dirty.Store(true); return a.save() }
+	}
+	runTurn(rt, a.ks, a.act, a.state, d, before)
 	a.act.turn.Store(0)
+	if before == nil {
+		a.changed()
+	}
 }
 
 // runTurn runs one delivery's handler with the Spot's state and answers
 // it. The lease is checked before the turn (a fenced owner runs nothing:
 // the caller is sent elsewhere) and before the reply (a lease lost during
 // the turn ends the call with ErrFenced).
-func runTurn(rt *runtime, ks *kindState, act *activation, state any, d *delivery) {
+func runTurn(rt *runtime, ks *kindState, act *activation, state any, d *delivery, beforeReply func() error) {
 	reg := ks.reg
 	now := time.Now()
 	act.touch(now)
@@ -119,6 +147,11 @@ func runTurn(rt *runtime, ks *kindState, act *activation, state any, d *delivery
 		err = fmt.Errorf("%w: spot kind %s has no packet %q", wire.ErrUnknownPacket, reg.name, d.h.packet)
 	}
 	cancel()
+	if err == nil && beforeReply != nil {
+		if serr := beforeReply(); serr != nil {
+			err = fmt.Errorf("%w: %w", errStateNotSaved, serr)
+		}
+	}
 	switch {
 	case !rt.valid(act, time.Now()):
 		rt.answer(d.r, &d.h, errorReply(fmt.Errorf("%w: %s/%s lost its lease during the turn", ErrFenced, reg.name, act.id)))
@@ -146,7 +179,10 @@ func reentrant(rt *runtime, ks *kindState, act *activation, d *delivery) {
 				rt.answer(d.r, &d.h, errorReply(fmt.Errorf("%w: spot %s/%s: handler panicked", zerr.ErrHandler, ks.reg.name, act.id)))
 			}
 		}()
-		runTurn(rt, ks, act, act.getState(), d)
+		runTurn(rt, ks, act, act.getState(), d, nil)
+		if ks.reg.persist != nil {
+			act.dirty.Store(true) // saved by the Spot's next save
+		}
 	})
 	if !ok {
 		rt.answer(d.r, &d.h, errorReply(zerr.ErrShuttingDown))
@@ -166,6 +202,13 @@ func (a *spotActor) last(c actor.Context, hook bool) {
 		ctx, cancel := context.WithTimeout(a.rt.base, 30*time.Second)
 		reg.onDeactivate(a.context(ctx, "", nil), a.state)
 		cancel()
+		a.changed()
+	}
+	if hook && !a.act.fenced.Load() {
+		a.dirty = a.dirty || a.act.dirty.Load()
+		if err := a.save(); err != nil {
+			a.rt.log.Warn().Err(err).Str("kind", reg.name).Str("id", a.act.id).Msg("spots: the last save failed; work since the previous save is lost")
+		}
 	}
 	if ref := a.ks.ref.Load(); ref != nil {
 		_ = ref.Tell(&deactivated{act: a.act})

@@ -16,6 +16,8 @@ type counters struct {
 	sendsDropped atomic.Uint64 // one-way messages that reached no owner
 	leaseGens    atomic.Uint64 // lease generations started
 	incarnations atomic.Uint64 // store shard incarnation changes seen
+	saves        atomic.Uint64 // state snapshots written
+	saveErrors   atomic.Uint64 // state snapshots the store did not take
 }
 
 type kindCounters struct {
@@ -47,6 +49,10 @@ type Stats struct {
 	// under active Spots (a failover or an empty restart: acknowledged
 	// writes may be lost; the Spots claimed there are fenced).
 	StoreIncarnations uint64 `json:"store_incarnations"`
+	// Saves and SaveErrors count state snapshots written and not written
+	// (persistent kinds).
+	Saves      uint64 `json:"saves"`
+	SaveErrors uint64 `json:"save_errors"`
 	// SendsDropped counts one-way messages that reached no owner.
 	SendsDropped uint64 `json:"sends_dropped"`
 	// LeaseGeneration is the current ownership lease generation, and
@@ -72,7 +78,8 @@ func (rt *runtime) statsNow() Stats {
 	s := Stats{Role: rt.role.String(), Redirects: rt.stats.redirects.Load(), Fenced: rt.stats.fenced.Load(),
 		Overlaps: rt.stats.overlaps.Load(), SendsDropped: rt.stats.sendsDropped.Load(),
 		StoreIncarnations: rt.stats.incarnations.Load(),
-		LeaseGeneration:   gen, LeaseValid: valid, Cached: rt.cache.len()}
+		Saves:             rt.stats.saves.Load(), SaveErrors: rt.stats.saveErrors.Load(),
+		LeaseGeneration: gen, LeaseValid: valid, Cached: rt.cache.len()}
 	for _, ks := range rt.order {
 		s.Kinds = append(s.Kinds, KindStats{Kind: ks.reg.name, Active: ks.stats.active.Load(),
 			Activations: ks.stats.activations.Load(), Deactivations: ks.stats.deactivations.Load()})
