@@ -1,6 +1,7 @@
 package spot
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -165,7 +166,7 @@ func (rt *runtime) callTo(ctx context.Context, h *header, target string) ([]byte
 				return rep.body, Result{Owner: rep.owner, Epoch: rep.epoch}, nil
 			}
 			rt.cache.put(kind, id, target)
-			return rep.body, Result{Owner: target, Epoch: rep.epoch}, nil
+			return rep.body, Result{Owner: cmp.Or(rep.owner, target), Epoch: rep.epoch}, nil
 		case stError:
 			return nil, Result{}, rep.err()
 		case stRedirect:

@@ -1,6 +1,7 @@
 package spot
 
 import (
+	"errors"
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
@@ -137,15 +138,34 @@ func (d *directory) get(id string) *activation {
 // route returns the activation a delivery for id may go to directly, or
 // nil after counting the delivery as one that goes through the kind actor
 // (no activation, a closing one, or earlier deliveries still on that way).
-func (d *directory) route(id string) *activation {
+//
+// check runs under the shard lock before the hand-over (a cycle test that
+// may take the delivery elsewhere: it reports false). tell posts the
+// delivery, also under the lock, so that a close (setClosing) is ordered
+// after it: nothing posted directly can land behind a Spot's last turn.
+func (d *directory) route(id string, check func(*activation) bool, tell func(*activation) error) (act *activation, handled bool, err error) {
 	s := d.shard(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if a := s.m[id]; a != nil && s.slow[id] == 0 && !a.closing.Load() {
-		return a
+		if !check(a) {
+			return a, true, nil
+		}
+		if err := tell(a); err == nil || !errors.Is(err, actors.ErrStopped) {
+			return a, true, err
+		}
 	}
 	d.countSlowLocked(s, id)
-	return nil
+	return nil, false, nil
+}
+
+// setClosing marks act closing under its shard lock: from here on, new
+// calls go through the kind actor, and every direct post happened before.
+func (d *directory) setClosing(act *activation) {
+	s := d.shard(act.id)
+	s.mu.Lock()
+	act.closing.Store(true)
+	s.mu.Unlock()
 }
 
 // countSlow counts a delivery that goes through the kind actor.

@@ -2,11 +2,9 @@ package spot
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/internal/zerr"
 	"github.com/zlink-go/zlink/routemesh"
 )
@@ -55,27 +53,38 @@ func (rt *runtime) inbound(r *routemesh.Request) {
 		rt.answer(r, &h, errorReply(fmt.Errorf("%w: %w: %s", ErrNoTarget, ErrUnknownKind, h.kind)))
 		return
 	}
-	if act := ks.dir.route(h.id); act != nil {
-		if act.waitsOn(h.chain) {
-			if ks.reg.reentrant {
-				reentrant(rt, ks, act, d)
-				return
-			}
-			rt.answer(r, &h, errorReply(fmt.Errorf("%w: %s/%s is waiting on this call", ErrCycle, h.kind, h.id)))
-			return
-		}
-		err := act.ref.Tell(d)
-		if err == nil {
-			return
-		}
-		if !errors.Is(err, actors.ErrStopped) {
-			rt.answer(r, &h, errorReply(fmt.Errorf("%w: spot %s/%s: %w", zerr.ErrBusy, h.kind, h.id, err)))
-			return
-		}
-		// The actor stopped under us: the kind actor sorts it out.
-		ks.dir.countSlow(h.id)
+	if h.flags&(flagsControl|flagHandoff) != 0 {
+		rt.toKind(ks, d) // moves are the kind actor's business
+		return
 	}
-	rt.toKindCounted(ks, d)
+	var cycle, reenter bool
+	_, handled, err := ks.dir.route(h.id, func(act *activation) bool {
+		if act.waitsOn(h.chain) {
+			cycle, reenter = true, ks.reg.reentrant
+			return false
+		}
+		return true
+	}, func(act *activation) error {
+		if reenter {
+			return nil
+		}
+		return act.ref.Tell(d)
+	})
+	switch {
+	case handled && cycle && reenter:
+		if act := ks.dir.get(h.id); act != nil {
+			reentrant(rt, ks, act, d)
+			return
+		}
+		rt.answer(r, &h, retryReply("the Spot is closing"))
+	case handled && cycle:
+		rt.answer(r, &h, errorReply(fmt.Errorf("%w: %s/%s is waiting on this call", ErrCycle, h.kind, h.id)))
+	case handled && err != nil:
+		rt.answer(r, &h, errorReply(fmt.Errorf("%w: spot %s/%s: %w", zerr.ErrBusy, h.kind, h.id, err)))
+	case handled:
+	default:
+		rt.toKindCounted(ks, d) // counted as slow by route
+	}
 }
 
 // toKind hands a delivery to the kind actor (activation, or a Spot being
@@ -112,7 +121,7 @@ func (rt *runtime) answer(r *routemesh.Request, h *header, rep []byte) {
 	if len(rep) == 0 || rep[0] == stOK {
 		return
 	}
-	if rep[0] == stRedirect && h.hops == 0 && h.kind != "" {
+	if rep[0] == stRedirect && h.hops == 0 && h.kind != "" && h.flags&(flagsControl|flagHandoff) == 0 {
 		if dec, err := decodeReply(rep); err == nil && dec.owner != "" && dec.owner != rt.n.RID() {
 			fwd := *h
 			fwd.hops = 1

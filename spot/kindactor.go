@@ -34,8 +34,15 @@ type (
 // the kind's directory (its activation), which keeps an idle Spot small.
 type entry struct {
 	state   entryState
-	act     *activation // closing, deactivating
+	act     *activation // closing, deactivating, moving, adopted
 	pending []*delivery // calls waiting for a claim or a release
+	// Moves: handoff holds forwarded calls until the adopted activation
+	// runs; to is where a moved Spot went; since bounds how long a move
+	// entry waits; ended says the previous owner sent its last call.
+	handoff []*delivery
+	to      string
+	since   time.Time
+	ended   bool
 }
 
 type entryState uint8
@@ -44,6 +51,11 @@ const (
 	activating   entryState = iota
 	closing                 // active, its last turn is coming: new calls wait here
 	deactivating            // past its last turn, the record is being released
+	moving                  // active, being handed to another node: new calls wait here
+	moved                   // handed to e.to: new calls are redirected there
+	receiving               // a move to this node is prepared: direct calls wait here
+	adopting                // receiving, the claim is running
+	adopted                 // active here, the previous owner's forwarded calls still come
 )
 
 // kindActor owns one kind's Spots on this node: it runs claims (on store
@@ -55,6 +67,7 @@ type kindActor struct {
 	rt        *runtime
 	ks        *kindState
 	table     map[string]*entry
+	inflight  map[string]int // calls forwarded per Spot and not ended yet
 	waiters   []*deactivateAll
 	lastSweep time.Time
 }
@@ -91,6 +104,12 @@ func (a *kindActor) Receive(c actor.Context) {
 		}
 	case *deactivateAll:
 		a.deactivateAll(c, msg)
+	case *moveOut:
+		a.onMoveOut(c, msg)
+	case *moveDone:
+		a.onMoveDone(c, msg)
+	case *forwardDone:
+		a.onForwardDone(msg.id)
 	}
 }
 
@@ -106,6 +125,8 @@ func (a *kindActor) drop(msg any, err error) {
 		a.ks.dir.slowDone(m.d.h.id)
 		a.rt.answer(m.d.r, &m.d.h, errorReply(err))
 	case *deactivateAll:
+		m.done <- err
+	case *moveOut:
 		m.done <- err
 	}
 }
@@ -132,6 +153,13 @@ func (a *kindActor) failAll(err error) {
 
 func (a *kindActor) onActivate(c actor.Context, d *delivery) {
 	id := d.h.id
+	if d.h.flags&flagsControl != 0 {
+		a.onMoveControl(c, d)
+		return
+	}
+	if e := a.table[id]; e != nil && a.moveDelivery(c, e, d) {
+		return
+	}
 	if e := a.table[id]; e != nil {
 		if int64(len(e.pending)) >= a.ks.reg.maxMessages {
 			a.rt.answer(d.r, &d.h, errorReply(fmt.Errorf("%w: spot %s/%s: %d calls waiting for its activation", zerr.ErrBusy, a.ks.reg.name, id, len(e.pending))))
@@ -184,6 +212,10 @@ func (a *kindActor) startClaim(c actor.Context, id string) {
 
 func (a *kindActor) onClaimed(c actor.Context, msg *claimed) {
 	e := a.table[msg.id]
+	if e != nil && e.state == adopting {
+		a.onAdopted(c, e, msg)
+		return
+	}
 	if e == nil || e.state != activating {
 		return
 	}
@@ -322,6 +354,9 @@ func (a *kindActor) sweep(c actor.Context, now time.Time) {
 		if saveCut != 0 && act.dirty.Load() && act.saved.Load() < saveCut {
 			save = append(save, act)
 		}
+		if e := a.table[act.id]; e != nil && e.state == moving {
+			return // its move decides
+		}
 		if act.closing.Load() {
 			if !act.closeSent {
 				close = append(close, act)
@@ -335,6 +370,7 @@ func (a *kindActor) sweep(c actor.Context, now time.Time) {
 	for _, act := range close {
 		a.close(c, act, act.fenced.Load())
 	}
+	a.expireMoves(c, now)
 	for _, act := range save {
 		_ = act.ref.Tell(&checkpoint{}) // a full mailbox: the next sweep
 	}
@@ -344,7 +380,7 @@ func (a *kindActor) sweep(c actor.Context, now time.Time) {
 // from now on; the Spot runs what it has queued, then its last turn. A full
 // mailbox is retried on the next sweep.
 func (a *kindActor) close(c actor.Context, act *activation, fenced bool) {
-	act.closing.Store(true)
+	a.ks.dir.setClosing(act)
 	if fenced {
 		act.fenced.Store(true)
 	}
@@ -402,7 +438,7 @@ func (a *kindActor) checkWaiters() {
 		return
 	}
 	for _, e := range a.table {
-		if e.state != activating {
+		if e.state != activating && e.state != moved && e.state != receiving {
 			return
 		}
 	}

@@ -78,6 +78,10 @@ func TestPersist_StateSurvivesDeactivationAndStop(t *testing.T) {
 			stop(t, hosts[i])
 		}
 	}
+	waitFor(t, "the client sees the owner gone", 5*time.Second, func() bool {
+		ready, _ := cl.PeerReady(res.Owner)
+		return !ready
+	})
 	v, res2, err := spot.CallRaw(ctx, cl, "wallet", "w1", balanceP.Name(), mustEnc(t, balanceP, struct{}{}))
 	if err != nil || res2.Owner == res.Owner {
 		t.Fatalf("after the owner stopped: %v, owner %s", err, res2.Owner)

@@ -34,9 +34,34 @@ type header struct {
 	body   []byte
 }
 
-// flagRoute asks the receiving node to route the call itself (a caller
-// that reaches the mesh through one Object Server, e.g. the CLI's --peer).
-const flagRoute = 1
+// Header flags.
+const (
+	// flagRoute asks the receiving node to route the call itself (a caller
+	// that reaches the mesh through one Object Server, e.g. the CLI's
+	// --peer).
+	flagRoute = 1 << iota
+	// flagHandoff marks a call the previous owner forwards during a move:
+	// the new owner runs it before the calls that reached it directly.
+	flagHandoff
+	// flagPrepare (request): the previous owner asks the target to get
+	// ready to take the Spot; the reply carries the target's lease
+	// generation.
+	flagPrepare
+	// flagAdopt (one-way): the record now names the target; it activates
+	// the Spot.
+	flagAdopt
+	// flagEnd (one-way): the last forwarded call of a move has been sent.
+	flagEnd
+	// flagAbort (one-way): the move is off.
+	flagAbort
+	// flagSendAsCall: a one-way message forwarded as a request, so the
+	// forwarder learns when it has run (the Spot runs its send handler and
+	// answers empty).
+	flagSendAsCall
+)
+
+// flagsControl are the move's control messages (no application packet).
+const flagsControl = flagPrepare | flagAdopt | flagEnd | flagAbort
 
 // errMalformed is a Spot payload that does not decode.
 var errMalformed = fmt.Errorf("%w: malformed spot payload", wire.ErrBadPayload)

@@ -66,7 +66,9 @@ func (a *rootActor) Receive(c actor.Context) {
 		}
 		for _, ks := range rt.order {
 			targets = append(targets, spawn(actors.Spec{Name: ks.reg.name, Kind: "spot-kind", MaxMessages: kindMailbox, Supervisor: supervisor.DefaultConfig(),
-				Producer: func() actor.Actor { return &kindActor{rt: rt, ks: ks, table: map[string]*entry{}} }, Fold: true}))
+				Producer: func() actor.Actor {
+					return &kindActor{rt: rt, ks: ks, table: map[string]*entry{}, inflight: map[string]int{}}
+				}, Fold: true}))
 		}
 		a.stop = make(chan struct{})
 		every := min(rt.cfg.RenewEvery/2, 250*time.Millisecond)

@@ -169,9 +169,49 @@ func (rt *runtime) storeCtx() (context.Context, context.CancelFunc) {
 // Spec implements routemesh.Extension: the spots actor.
 func (rt *runtime) Spec() actors.Spec { return rt.rootSpec() }
 
-// Drain implements routemesh.Drainer: every active Spot is deactivated
-// and its record released (state without persistence is lost).
-func (rt *runtime) Drain(ctx context.Context) error { return rt.deactivateAll(ctx, false) }
+// Drain implements routemesh.Drainer: every active Spot of a persistent
+// kind is handed to another Object Server (placement picks it; the node is
+// draining, so not this one), without caller errors; what could not move,
+// and the Spots of other kinds, are deactivated and released (state
+// without persistence is lost).
+func (rt *runtime) Drain(ctx context.Context) error {
+	rt.handOffAll(ctx)
+	return rt.deactivateAll(ctx, false)
+}
+
+// drainMoves bounds the moves a drain runs at once.
+const drainMoves = 16
+
+// handOffAll moves every active Spot of the persistent kinds away.
+func (rt *runtime) handOffAll(ctx context.Context) {
+	sem := make(chan struct{}, drainMoves)
+	var wg sync.WaitGroup
+	for _, ks := range rt.order {
+		if ks.reg.persist == nil {
+			continue
+		}
+		for _, id := range ks.dir.ids(1 << 30) {
+			to, ok := rt.placeFresh(ctx, ks.reg.name, id)
+			if !ok || to == rt.n.RID() {
+				continue
+			}
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				wg.Wait()
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				if err := rt.move(ctx, ks, id, to); err != nil {
+					rt.log.Warn().Err(err).Str("kind", ks.reg.name).Str("id", id).Msg("spots: drain could not move a Spot; it is saved and released instead")
+				}
+			}()
+		}
+	}
+	wg.Wait()
+}
 
 // Stop implements routemesh.Extension: fence (no Spot takes a new turn),
 // deactivate and release every record, then delete the lease; the node

@@ -44,6 +44,8 @@ func (a *spotActor) Receive(c actor.Context) {
 	case *Reply:
 		a.reply(msg)
 		a.changed()
+	case *handoff:
+		a.lastForMove(c, msg)
 	case *checkpoint:
 		if !a.gone {
 			_ = a.save()
@@ -135,7 +137,7 @@ func runTurn(rt *runtime, ks *kindState, act *activation, state any, d *delivery
 	hc := turnContext(rt, ks, act, ctx, d.r.From, d.h.chain)
 	var out []byte
 	var err error
-	if d.r.OneWay {
+	if d.r.OneWay || d.h.flags&flagSendAsCall != 0 {
 		if fn := reg.sends[d.h.packet]; fn != nil {
 			fn(hc, state, d.h.body)
 		} else {
