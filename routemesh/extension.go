@@ -251,3 +251,9 @@ func (n *Node) Published() bool {
 // Actors returns the actor system the node's actors run on (extensions
 // spawn their children with it).
 func (n *Node) Actors() *actors.System { return n.sys }
+
+// ManualTopology reports whether the node has any manual connection
+// intent (AddPeer) or a fixed RID without automatic discovery: moves of a
+// whole host (Host Relocate) are not supported there, since peers address
+// it by endpoint and RID.
+func (n *Node) ManualTopology() bool { return len(n.cfg.Peers) > 0 || !n.cfg.Automatic() }

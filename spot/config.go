@@ -31,6 +31,11 @@ type Config struct {
 	// StoreTimeout bounds each Location Store step of a claim or release.
 	// Default 2 s.
 	StoreTimeout time.Duration
+	// Rebalance, when above 0, moves this node's Spots of persistent kinds
+	// toward the Object Server placement now picks for them after the
+	// membership changes — at most this many per second, idle ones first.
+	// Default 0: off (a live owner keeps its Spots).
+	Rebalance float64
 	// States is where persistent kinds save their state. Default: the
 	// node's Location Store (the state then shares each Spot's hash tag
 	// with its ownership record, which a fenced write needs).
@@ -77,7 +82,7 @@ func (c Config) validate() error {
 	if err := c.fence().Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	if c.CacheSize < 0 || c.MaxHops < 0 || c.StoreTimeout < 0 {
+	if c.CacheSize < 0 || c.MaxHops < 0 || c.StoreTimeout < 0 || c.Rebalance < 0 {
 		return fmt.Errorf("%w: cache %d, hops %d, store timeout %v", ErrConfig, c.CacheSize, c.MaxHops, c.StoreTimeout)
 	}
 	return nil

@@ -61,6 +61,10 @@ func (a *rootActor) Receive(c actor.Context) {
 		if rt.role == routemesh.ObjectServer {
 			targets = append(targets, spawn(actors.Spec{Name: "lease", Kind: "lease", MaxMessages: 1024, Producer: func() actor.Actor { return &leaseActor{rt: rt} }}))
 		}
+		if rt.role == routemesh.ObjectServer && rt.cfg.Rebalance > 0 {
+			targets = append(targets, spawn(actors.Spec{Name: "rebalance", Kind: "rebalance", MaxMessages: 1024,
+				Producer: func() actor.Actor { return &rebalanceActor{rt: rt} }}))
+		}
 		if rt.role != routemesh.ObjectNone {
 			targets = append(targets, spawn(actors.Spec{Name: "members", Kind: "members", MaxMessages: 1024, Producer: func() actor.Actor { return &membersActor{rt: rt} }}))
 		}

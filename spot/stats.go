@@ -19,6 +19,7 @@ type counters struct {
 	saves        atomic.Uint64 // state snapshots written
 	saveErrors   atomic.Uint64 // state snapshots the store did not take
 	moves        atomic.Uint64 // Spots moved away from this node
+	rebalanced   atomic.Uint64 // of them, by the rebalancer
 }
 
 type kindCounters struct {
@@ -54,8 +55,10 @@ type Stats struct {
 	// (persistent kinds).
 	Saves      uint64 `json:"saves"`
 	SaveErrors uint64 `json:"save_errors"`
-	// Moves counts Spots handed from this node to another.
-	Moves uint64 `json:"moves"`
+	// Moves counts Spots handed from this node to another; Rebalanced
+	// those of them the rebalancer moved.
+	Moves      uint64 `json:"moves"`
+	Rebalanced uint64 `json:"rebalanced"`
 	// SendsDropped counts one-way messages that reached no owner.
 	SendsDropped uint64 `json:"sends_dropped"`
 	// LeaseGeneration is the current ownership lease generation, and
@@ -81,7 +84,7 @@ func (rt *runtime) statsNow() Stats {
 	s := Stats{Role: rt.role.String(), Redirects: rt.stats.redirects.Load(), Fenced: rt.stats.fenced.Load(),
 		Overlaps: rt.stats.overlaps.Load(), SendsDropped: rt.stats.sendsDropped.Load(),
 		StoreIncarnations: rt.stats.incarnations.Load(),
-		Saves:             rt.stats.saves.Load(), SaveErrors: rt.stats.saveErrors.Load(), Moves: rt.stats.moves.Load(),
+		Saves:             rt.stats.saves.Load(), SaveErrors: rt.stats.saveErrors.Load(), Moves: rt.stats.moves.Load(), Rebalanced: rt.stats.rebalanced.Load(),
 		LeaseGeneration: gen, LeaseValid: valid, Cached: rt.cache.len()}
 	for _, ks := range rt.order {
 		s.Kinds = append(s.Kinds, KindStats{Kind: ks.reg.name, Active: ks.stats.active.Load(),

@@ -9,6 +9,7 @@ package counter
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/zlink-go/zlink/spot"
 )
@@ -19,9 +20,12 @@ const KindName = "counter"
 // State is one counter Spot's state.
 type State struct{ N int64 }
 
-// Kind returns the counter kind.
+// Kind returns the counter kind. Its state is persistent (saved every 10
+// messages, every second while changed, and at deactivation), so a counter
+// survives idle deactivation, moves, drains and restarts of its host.
 func Kind() *spot.Kind[State] {
 	return spot.NewKind(KindName, func(string) *State { return &State{} }).
+		Persist(spot.Persistence{Version: 1, Every: 10, Interval: time.Second}).
 		OnRaw("add", func(_ *spot.Context, s *State, p []byte) ([]byte, error) {
 			n, err := strconv.ParseInt(string(p), 10, 64)
 			if err != nil {
