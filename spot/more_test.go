@@ -122,12 +122,17 @@ func TestSpot_StopReleasesRecords(t *testing.T) {
 	_, s1 := startNode(t, store, "os1", nodeOpts{role: routemesh.ObjectServer, weight: 1, kinds: []spot.Registration{counterKind(led, 0)}})
 	waitSpots(t, s0, s1)
 	ctx := ctxT(t, 20*time.Second)
-	_, res, err := callAdd(ctx, s1, "st", 1)
-	if err != nil || res.Owner != s0.RID() {
-		t.Fatalf("first call: %+v %v (weight 100 vs 1 should place on %s)", res, err, s0.RID())
-	}
+	// s1 learns of s0 at its next listing; until then it places on itself.
+	var id string
+	var res spot.Result
+	waitFor(t, "a Spot placed on os0", 5*time.Second, func() bool {
+		id = fmt.Sprintf("st-%d", time.Now().UnixNano())
+		var err error
+		_, res, err = callAdd(ctx, s1, id, 1)
+		return err == nil && res.Owner == s0.RID()
+	})
 	stop(t, h0)
-	rec, err := store.SpotRecord(ctx, mesh, "counter", "st")
+	rec, err := store.SpotRecord(ctx, mesh, "counter", id)
 	if err != nil || rec.OwnerRID != "" || rec.Epoch != res.Epoch {
 		t.Fatalf("record after stop: %+v %v; want no owner, epoch %d", rec, err, res.Epoch)
 	}
@@ -136,7 +141,7 @@ func TestSpot_StopReleasesRecords(t *testing.T) {
 		return !ready
 	})
 	start := time.Now()
-	_, res2, err := callAdd(ctx, s1, "st", 1)
+	_, res2, err := callAdd(ctx, s1, id, 1)
 	if err != nil || res2.Owner != s1.RID() || res2.Epoch <= res.Epoch {
 		t.Fatalf("after stop: %+v %v", res2, err)
 	}

@@ -8,9 +8,10 @@ import (
 	"github.com/zlink-go/zlink/routemesh"
 )
 
-// WaitReady returns once node n can serve Spot calls: some ready Object
-// Server is known for placement and, on an Object Server, its ownership
-// lease is valid and its descriptor published. It returns ctx's error
+// WaitReady returns once node n can serve Spot calls: it has listed the
+// mesh's Object Servers since the call (so placement knows the ones that
+// are up now), some ready one is known for placement and, on an Object
+// Server, its ownership lease is valid and its descriptor published. It returns ctx's error
 // (wrapped in ErrTimeout or ErrCancelled) otherwise.
 func WaitReady(ctx context.Context, n *routemesh.Node) error {
 	rt, err := of(n)
@@ -20,9 +21,20 @@ func WaitReady(ctx context.Context, n *routemesh.Node) error {
 	if rt.role == routemesh.ObjectNone {
 		return fmt.Errorf("%w: a MeshNode with object role None calls no Spot", ErrRole)
 	}
+	// A listing of the mesh made after this call, so placement knows the
+	// Object Servers that are up now, not only the ones of the last poll.
+	before := rt.listed.Load()
+	if ref := rt.membRef.Load(); ref != nil {
+		_ = ref.Tell(&refreshMembers{})
+	}
 	for {
-		if rt.ready() {
+		if rt.listed.Load() >= before+2 && rt.ready() {
 			return nil
+		}
+		if rt.listed.Load() >= before+1 {
+			if ref := rt.membRef.Load(); ref != nil {
+				_ = ref.Tell(&refreshMembers{}) // one that started after us
+			}
 		}
 		if err := sleepCtx(ctx, 10*time.Millisecond); err != nil {
 			return fmt.Errorf("spots of %s not ready: %w", n.RID(), err)
