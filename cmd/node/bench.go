@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -52,7 +53,7 @@ func newBenchCompareCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Scenarios, o.Impls = scenarios, impls
 			o.Extras = !noExtras && len(scenarios) == 0 && len(impls) == 0
-			o.DefaultLimitsProbe = !noProbe && !o.Quick && len(scenarios) == 0
+			o.DefaultLimitsProbe = !noProbe && !o.Quick && (len(scenarios) == 0 || slices.Contains(scenarios, "16KiB-pipelined"))
 			if os.Getenv("PROFILE") == "1" && o.ProfileDir == "" {
 				o.ProfileDir = "bench/results/profiles-" + time.Now().Format("2006-01-02")
 				if o.JSONPath != "" {

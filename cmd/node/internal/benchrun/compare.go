@@ -509,13 +509,13 @@ func (r *cmpRunner) profile(ctx context.Context, name string, sc cmpScenario, pa
 	for _, proc := range []string{"client", "server"} {
 		prefix := base + "-" + proc
 		if p, err := cmpTopOfProfile(prefix+".cpu.pprof", "", "cpu", 12); err == nil {
-			p.Scenario, p.Impl, p.Process = sc.name, name, proc
+			p.Scenario, p.Impl, p.Process, p.RoundTrips = sc.name, name, proc, run.N
 			out = append(out, p)
 		} else {
 			fmt.Fprintf(r.w, "compare profile %s: %v\n", prefix, err)
 		}
 		if p, err := cmpTopOfProfile(prefix+".allocs.pprof", prefix+".allocs-base.pprof", "alloc_space", 8); err == nil {
-			p.Scenario, p.Impl, p.Process = sc.name, name, proc
+			p.Scenario, p.Impl, p.Process, p.RoundTrips = sc.name, name, proc, run.N
 			out = append(out, p)
 		} else {
 			fmt.Fprintf(r.w, "compare profile %s: %v\n", prefix, err)

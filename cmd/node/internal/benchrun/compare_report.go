@@ -260,18 +260,18 @@ func cmpWriteProfileTops(b *strings.Builder, r *CompareResult) {
 				if pr == nil || len(pr.Top) == 0 {
 					continue
 				}
-				fmt.Fprintf(b, "ZLink %s process, %s (total %s", proc, cmpProfileKindText(kind), cmpProfileAmount(pr.Total, pr.Unit))
+				fmt.Fprintf(b, "ZLink %s process, %s (%s", proc, cmpProfileKindText(kind), cmpProfilePerRT(pr))
 				var others []string
 				for _, im := range r.Impls {
 					if im.Name == "zlink" {
 						continue
 					}
 					if o := cmpFindProfile(r, g.Scenario, im.Name, proc, kind); o != nil {
-						others = append(others, fmt.Sprintf("%s %s", im.Label, cmpProfileAmount(o.Total, o.Unit)))
+						others = append(others, fmt.Sprintf("%s %s", im.Label, cmpProfilePerRT(o)))
 					}
 				}
 				if len(others) > 0 {
-					fmt.Fprintf(b, "; same run length: %s", strings.Join(others, ", "))
+					fmt.Fprintf(b, "; the same profile of the others: %s", strings.Join(others, ", "))
 				}
 				fmt.Fprintf(b, "):\n\n| flat | flat %% | cum %% | function |\n|---:|---:|---:|---|\n")
 				for _, e := range pr.Top {
@@ -290,12 +290,30 @@ func cmpProfileKindText(kind string) string {
 	return "bytes allocated during the profiled run"
 }
 
+// cmpProfilePerRT is a profile's total and its share per round trip.
+func cmpProfilePerRT(p *CmpProfile) string {
+	s := "total " + cmpProfileAmount(p.Total, p.Unit)
+	if p.RoundTrips > 0 {
+		per := p.Total / float64(p.RoundTrips)
+		switch p.Unit {
+		case "nanoseconds":
+			s += fmt.Sprintf(" = %.2f µs per round trip", per/1e3)
+		case "bytes":
+			s += fmt.Sprintf(" = %.0f B per round trip", per)
+		}
+	}
+	return s
+}
+
 func cmpProfileAmount(v float64, unit string) string {
 	switch unit {
 	case "nanoseconds":
 		return fmt.Sprintf("%.0f ms", v/1e6)
 	case "bytes":
 		return fmt.Sprintf("%.1f MiB", v/(1<<20))
+	}
+	if v < 10 {
+		return fmt.Sprintf("%.2f %s", v, unit)
 	}
 	return fmt.Sprintf("%.0f %s", v, unit)
 }
@@ -331,6 +349,7 @@ func cmpScenarioSVG(r *CompareResult, sc CmpScenario) string {
 	} else {
 		panels = []panel{{"round trips per second (higher is better)", "/s", func(s CmpImplSummary) CmpStat { return s.Rate }}}
 	}
+	panels = append(panels, panel{"CPU per round trip, client + server process (lower is better)", "µs", func(s CmpImplSummary) CmpStat { return s.CPUus }})
 	const (
 		width  = 720
 		left   = 150
@@ -398,6 +417,9 @@ func cmpChartValue(v float64, unit string) string {
 			return fmt.Sprintf("%.1fk/s", v/1e3)
 		}
 		return fmt.Sprintf("%.0f/s", v)
+	}
+	if v < 10 {
+		return fmt.Sprintf("%.2f %s", v, unit)
 	}
 	return fmt.Sprintf("%.0f %s", v, unit)
 }

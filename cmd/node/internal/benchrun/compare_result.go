@@ -131,14 +131,16 @@ func (g CmpGoal) Line() string {
 
 // CmpProfile is the top of one saved profile.
 type CmpProfile struct {
-	Scenario string        `json:"scenario"`
-	Impl     string        `json:"impl"`
-	Process  string        `json:"process"`
-	Kind     string        `json:"kind"` // cpu or alloc_space
-	File     string        `json:"file"`
-	Total    float64       `json:"total"`
-	Unit     string        `json:"unit"`
-	Top      []CmpTopEntry `json:"top"`
+	Scenario string  `json:"scenario"`
+	Impl     string  `json:"impl"`
+	Process  string  `json:"process"`
+	Kind     string  `json:"kind"` // cpu or alloc_space
+	File     string  `json:"file"`
+	Total    float64 `json:"total"`
+	Unit     string  `json:"unit"`
+	// RoundTrips is the number of round trips of the profiled run.
+	RoundTrips int           `json:"round_trips"`
+	Top        []CmpTopEntry `json:"top"`
 }
 
 // CmpTopEntry is one function of a profile's top list.
@@ -281,8 +283,9 @@ func cmpEvaluateGoals(r *CompareResult) []CmpGoal {
 	ratioGoal("pipe64-vs-tcp", "pipelined 64 B rate, ZLink ÷ raw TCP", "64B-pipelined", "tcp", rate, true, goalCmpPipeVsTCP)
 	ratioGoal("cpu64-vs-protoactor", "CPU per round trip (client + server process), pipelined 64 B, ZLink ÷ Proto.Actor", "64B-pipelined", "protoactor", cpu, false, goalCmpCPUVsProto)
 	for _, size := range []string{"64B", "16KiB"} {
-		ratioGoal("lock"+size+"-p50-vs-protoactor", "lockstep "+size+" p50 latency, ZLink ÷ Proto.Actor remote", size+"-lockstep", "protoactor", p50, false, goalCmpP50VsProto)
-		ratioGoal("lock"+size+"-p99-vs-zmq4", "lockstep "+size+" p99 latency, ZLink ÷ raw zmq4", size+"-lockstep", "zmq4", p99, false, goalCmpP99VsZMQ)
+		text := strings.Replace(strings.Replace(size, "KiB", " KiB", 1), "4B", "4 B", 1)
+		ratioGoal("lock"+size+"-p50-vs-protoactor", "lockstep "+text+" p50 latency, ZLink ÷ Proto.Actor remote", size+"-lockstep", "protoactor", p50, false, goalCmpP50VsProto)
+		ratioGoal("lock"+size+"-p99-vs-zmq4", "lockstep "+text+" p99 latency, ZLink ÷ raw zmq4", size+"-lockstep", "zmq4", p99, false, goalCmpP99VsZMQ)
 	}
 	if sc := r.scenario("16KiB-pipelined"); sc != nil {
 		if z := sc.impl("zlink"); z != nil {

@@ -3,8 +3,6 @@ package benchrun
 import (
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	zlink "github.com/zlink-go/zlink"
@@ -157,41 +155,6 @@ func (c *cmpZlinkClient) pipelined(payload []byte, window int, next func() bool)
 		}
 	}
 	return got, nil
-}
-
-// pipelinedGoroutines is the other way to keep a window in flight:
-// window goroutines, each calling in a loop (kept for comparison with
-// the CallFuture ring; see docs/benchmarks.md).
-func (c *cmpZlinkClient) pipelinedGoroutines(payload []byte, window int, next func() bool) (int, error) {
-	var (
-		wg    sync.WaitGroup
-		done  atomic.Int64
-		first atomic.Pointer[error]
-	)
-	ctx, cancel := context.WithTimeout(c.ctx, cmpCallTimeout+time.Minute)
-	defer cancel()
-	for range window {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for next() {
-				out, err := c.node.Call(ctx, cmpChannel, cmpPacket, payload)
-				if err == nil && len(out) != len(payload) {
-					err = errEchoMismatch
-				}
-				if err != nil {
-					first.CompareAndSwap(nil, &err)
-					return
-				}
-				done.Add(1)
-			}
-		}()
-	}
-	wg.Wait()
-	if e := first.Load(); e != nil {
-		return int(done.Load()), fmt.Errorf("zlink call: %w", *e)
-	}
-	return int(done.Load()), nil
 }
 
 // cmpZlinkServerRIDs names n server nodes.
