@@ -295,5 +295,18 @@ func cmpEvaluateGoals(r *CompareResult) []CmpGoal {
 			out = append(out, g)
 		}
 	}
+	if fo := r.Failover; fo != nil && len(fo.Trials) > 0 {
+		failed := 0
+		for _, t := range fo.Trials {
+			if t.Error != "" {
+				failed++
+			}
+		}
+		g := CmpGoal{ID: "failover-lost", Text: "failover: requests lost when one of two ZLink Servers is killed (SIGKILL) under load",
+			Scenario: "failover", Value: float64(fo.Lost), Target: "0 lost", Met: fo.Lost == 0 && failed == 0}
+		g.Detail = fmt.Sprintf("%d lost in %d trials (%d failed to run); first rerouted success %s ms after the kill",
+			fo.Lost, len(fo.Trials), failed, fo.FirstMs.format("%.1f"))
+		out = append(out, g)
+	}
 	return out
 }
