@@ -515,6 +515,7 @@ func (r *cmpRunner) profile(ctx context.Context, name string, sc cmpScenario, pa
 			fmt.Fprintf(r.w, "compare profile %s: %v\n", prefix, err)
 		}
 		if p, err := cmpTopOfProfile(prefix+".allocs.pprof", prefix+".allocs-base.pprof", "alloc_space", 8); err == nil {
+			p.TopCum = nil // allocation sites: the flat list says it
 			p.Scenario, p.Impl, p.Process, p.RoundTrips = sc.name, name, proc, run.N
 			out = append(out, p)
 		} else {

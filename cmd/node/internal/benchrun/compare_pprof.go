@@ -281,13 +281,34 @@ func cmpTopOfProfile(path, base, typ string, n int) (CmpProfile, error) {
 		}
 		return strings.Compare(a, b)
 	})
-	for _, name := range names[:min(n, len(names))] {
+	entry := func(name string) CmpTopEntry {
 		e := CmpTopEntry{Func: name, Flat: flat[name], Cum: cum[name]}
 		if total > 0 {
 			e.FlatPct = 100 * e.Flat / total
 			e.CumPct = 100 * e.Cum / total
 		}
-		out.Top = append(out.Top, e)
+		return e
+	}
+	for _, name := range names[:min(n, len(names))] {
+		out.Top = append(out.Top, entry(name))
+	}
+	cnames := make([]string, 0, len(cum))
+	for name := range cum {
+		if !strings.HasPrefix(name, "runtime.") && !strings.HasPrefix(name, "internal/") {
+			cnames = append(cnames, name)
+		}
+	}
+	slices.SortFunc(cnames, func(a, b string) int {
+		if cum[a] != cum[b] {
+			if cum[a] > cum[b] {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	for _, name := range cnames[:min(n, len(cnames))] {
+		out.TopCum = append(out.TopCum, entry(name))
 	}
 	return out, nil
 }

@@ -273,9 +273,15 @@ func cmpWriteProfileTops(b *strings.Builder, r *CompareResult) {
 				if len(others) > 0 {
 					fmt.Fprintf(b, "; the same profile of the others: %s", strings.Join(others, ", "))
 				}
-				fmt.Fprintf(b, "):\n\n| flat | flat %% | cum %% | function |\n|---:|---:|---:|---|\n")
+				fmt.Fprintf(b, "):\n\n| flat | flat %% | cum %% | function (by flat) |\n|---:|---:|---:|---|\n")
 				for _, e := range pr.Top {
 					fmt.Fprintf(b, "| %s | %.1f%% | %.1f%% | `%s` |\n", cmpProfileAmount(e.Flat, pr.Unit), e.FlatPct, e.CumPct, e.Func)
+				}
+				if len(pr.TopCum) > 0 {
+					fmt.Fprintf(b, "\n| cum | cum %% | function (by cumulative, Go runtime left out) |\n|---:|---:|---|\n")
+					for _, e := range pr.TopCum {
+						fmt.Fprintf(b, "| %s | %.1f%% | `%s` |\n", cmpProfileAmount(e.Cum, pr.Unit), e.CumPct, e.Func)
+					}
 				}
 				fmt.Fprintf(b, "\n")
 			}

@@ -141,6 +141,9 @@ type CmpProfile struct {
 	// RoundTrips is the number of round trips of the profiled run.
 	RoundTrips int           `json:"round_trips"`
 	Top        []CmpTopEntry `json:"top"`
+	// TopCum is the functions with the most cumulative value, the Go
+	// runtime's own (runtime.*, internal/*) left out.
+	TopCum []CmpTopEntry `json:"top_cum,omitempty"`
 }
 
 // CmpTopEntry is one function of a profile's top list.

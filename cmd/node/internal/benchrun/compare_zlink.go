@@ -41,7 +41,6 @@ func cmpServeZlink(ctx context.Context, f cmpServerFlags) (string, func(), error
 	o := zlink.NewOptions()
 	o.AddRouteMesh(cmpMesh).SetRoutingID(f.rid).Listen("tcp://"+f.listen).
 		ConfigureRouterSocket(routemesh.SocketConfig{SendHWM: meshSendHWM}).
-		ConfigureLiveness(cmpLiveness).
 		HandleDirectRequest(cmpPacket, cmpEcho).
 		Channel(cmpChannel).Server().HandleRequest(cmpPacket, cmpEcho)
 	h, err := zlink.Start(ctx, o)
@@ -56,10 +55,6 @@ func cmpServeZlink(ctx context.Context, f cmpServerFlags) (string, func(), error
 	return h.Mesh(cmpMesh).Endpoint(), stop, nil
 }
 
-// cmpLiveness notices a lost server within about a second (the failover
-// part); the same on both sides of every run.
-var cmpLiveness = routemesh.LivenessConfig{Interval: 100 * time.Millisecond, MaxGap: 5, LastHeard: time.Second}
-
 // cmpZlinkClient is a client node with manual peers.
 type cmpZlinkClient struct {
 	host *zlink.Host
@@ -73,8 +68,7 @@ type cmpZlinkClient struct {
 func cmpDialZlink(ctx context.Context, rid string, servers map[string]string) (*cmpZlinkClient, error) {
 	o := zlink.NewOptions()
 	m := o.AddRouteMesh(cmpMesh).SetRoutingID(rid).
-		ConfigureRouterSocket(routemesh.SocketConfig{SendHWM: meshSendHWM}).
-		ConfigureLiveness(cmpLiveness)
+		ConfigureRouterSocket(routemesh.SocketConfig{SendHWM: meshSendHWM})
 	for srid, ep := range servers {
 		m.AddPeer(ep, srid)
 	}
