@@ -8,7 +8,7 @@ PKGS     := ./...
 RACE     ?= -race
 TESTFLAGS ?= -count=1 -timeout 12m
 
-.PHONY: all build test test-short test-long bench demo lint clean deps
+.PHONY: all build test test-short test-long bench bench-compare demo lint clean deps
 
 all: build
 
@@ -37,6 +37,17 @@ test-short: deps
 bench: build
 	./$(BIN) bench
 	$(GO) test -run '^$$' -bench . -benchtime 2000x -benchmem ./actors/ ./wire/
+
+# bench-compare runs ZLink against Proto.Actor remote, raw zmq4 and raw TCP
+# with every server in a process of its own (about 6 min), writes
+# bench/results/<date>.json and regenerates the compare region of
+# docs/benchmarks.md and its charts in docs/img/. QUICK=1: a short run that
+# leaves the docs alone. PROFILE=1: CPU and allocation profiles of every
+# process, next to the JSON.
+COMPARE_JSON ?= bench/results/$(shell date +%Y-%m-%d).json
+bench-compare: build
+	PROFILE=$(PROFILE) ./$(BIN) bench compare --json $(COMPARE_JSON) \
+		$(if $(QUICK),--quick,--docs docs/benchmarks.md --img docs/img)
 
 demo: build
 	./$(BIN) demo
