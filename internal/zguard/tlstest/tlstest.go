@@ -71,6 +71,9 @@ func NewCA(t testing.TB, name string) *CA {
 	return ca
 }
 
+// Cert returns the CA certificate.
+func (ca *CA) Cert() *x509.Certificate { return ca.cert }
+
 // Pool returns a pool holding only this CA.
 func (ca *CA) Pool() *x509.CertPool {
 	p := x509.NewCertPool()
