@@ -180,7 +180,9 @@ type PeerConfig struct {
 }
 
 // TrustConfig is the shared-secret trust profile. Nodes with different
-// secrets never become ready to each other.
+// secrets never become ready to each other. It authenticates peers but
+// does not protect traffic (frames cross the network in clear): for that,
+// add TLS (TLSConfig).
 type TrustConfig struct {
 	// Profile names the profile, e.g. "shared". Default "shared".
 	Profile string

@@ -80,7 +80,7 @@ func newRunCmd() *cobra.Command {
 	fs.StringArrayVar(&f.servers, "server", nil, "Server role CHANNEL[=WEIGHT] (repeatable)")
 	fs.StringArrayVar(&f.clients, "client", nil, "Client role CHANNEL (repeatable)")
 	fs.StringVar(&f.object, "object", "none", "object role: none, client or server")
-	fs.StringVar(&f.secretFile, "secret-file", "", "shared-secret file of the trust profile")
+	fs.StringVar(&f.secretFile, "secret-file", "", "shared-secret file of the trust profile (authenticates peers; traffic stays in clear without --tls-*)")
 	fs.StringVar(&f.tls.CA, "tls-ca", "", "mesh-link TLS: PEM CA bundle peers' certificates must chain to (with --tls-cert and --tls-key)")
 	fs.StringVar(&f.tls.Cert, "tls-cert", "", "mesh-link TLS: this node's PEM certificate; its URI SAN (or CN) is the identity every peer must share")
 	fs.StringVar(&f.tls.Key, "tls-key", "", "mesh-link TLS: this node's PEM private key")
