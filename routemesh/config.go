@@ -180,7 +180,9 @@ type PeerConfig struct {
 }
 
 // TrustConfig is the shared-secret trust profile. Nodes with different
-// secrets never become ready to each other.
+// secrets never become ready to each other. It authenticates peers but
+// does not protect traffic (frames cross the network in clear): for that,
+// add TLS (TLSConfig).
 type TrustConfig struct {
 	// Profile names the profile, e.g. "shared". Default "shared".
 	Profile string
@@ -236,6 +238,9 @@ type Config struct {
 	// Trust is the shared-secret trust profile. Default profile "shared",
 	// no secret.
 	Trust TrustConfig
+	// TLS, when set, runs every mesh link over TLS 1.3 with mutual
+	// authentication (see TLSConfig). Default nil: plaintext links.
+	TLS *TLSConfig
 	// DrainTimeout bounds how long Drain waits for submitted work. Default 10 s.
 	DrainTimeout time.Duration
 	// ShutdownTimeout bounds how long Stop waits for in-flight work. Default 5 s.
@@ -312,6 +317,10 @@ func (c *Config) clone() *Config {
 	out.Trust.Secret = append([]byte(nil), c.Trust.Secret...)
 	if c.Trust.Secret == nil {
 		out.Trust.Secret = nil
+	}
+	if c.TLS != nil {
+		t := *c.TLS
+		out.TLS = &t
 	}
 	out.channels = make([]*channelReg, len(c.channels))
 	for i, reg := range c.channels {

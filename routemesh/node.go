@@ -160,7 +160,11 @@ func Start(ctx context.Context, cfg *Config, deps Deps) (*Node, error) {
 	case n.rid == "":
 		n.rid = "node-" + ident.Hex(6)
 	}
-	n.trust = wire.NewTrust(cfg.Trust.Profile, cfg.Trust.Secret)
+	trust, meshTLS, err := cfg.security()
+	if err != nil {
+		return nil, err
+	}
+	n.trust = trust
 	n.recvLimit = uint64(cfg.Socket.MailboxByteBudget)
 	if n.recvLimit > wire.MaxFrameSize-frameSlack {
 		n.recvLimit = wire.MaxFrameSize - frameSlack
@@ -184,8 +188,10 @@ func Start(ctx context.Context, cfg *Config, deps Deps) (*Node, error) {
 	// endpoint never changes while the node runs, restarts included.
 	n.tr = deps.transport
 	if n.tr == nil {
-		n.tr = transport.NewZMQ(n.ctx, transport.ZMQConfig{Guard: n.guardConfig(), ListenerID: "router/" + n.rid,
-			DialTimeout: cfg.Socket.ReceiveTimeout})
+		g := n.guardConfig()
+		g.TLS = meshTLS
+		n.tr = transport.NewZMQ(n.ctx, transport.ZMQConfig{Guard: g, ListenerID: "router/" + n.rid,
+			DialTimeout: cfg.Socket.ReceiveTimeout, OnTLSRefused: newTLSLog(n.log).refused})
 	}
 	ln, err := n.tr.Listen(cfg.Listen, transport.Events{OnClosed: func(id string, reason error) {
 		if ref := n.mesh(); ref != nil {

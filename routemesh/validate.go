@@ -187,6 +187,9 @@ func (c *Config) validate(hasStore bool) error {
 	if err := c.validateNumbers(); err != nil {
 		return bad(ErrInvalid, err.Error())
 	}
+	if _, _, err := c.security(); err != nil {
+		return err
+	}
 	for _, ch := range c.channels {
 		if ch.name == "" {
 			return bad(ErrInvalid, "empty ChannelName")

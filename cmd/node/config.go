@@ -37,6 +37,9 @@ type fileConfig struct {
 	// change the node (weight, drain, undrain) need it. Required when Admin
 	// is not a loopback address.
 	AdminTokenFile string `yaml:"admin_token_file"`
+	// TLS turns on TLS with mutual authentication for the mesh links of
+	// every mesh (ca, cert, key PEM files; all three or none).
+	TLS tlsFiles `yaml:"tls"`
 	// Meshes are the MeshNodes of this process, one per MeshName.
 	Meshes []meshConfig `yaml:"meshes"`
 }
@@ -55,6 +58,8 @@ type meshConfig struct {
 	Clients    []string       `yaml:"clients"`
 	Object     string         `yaml:"object"` // none|client|server
 	SecretFile string         `yaml:"secret_file"`
+	// TLS replaces the file's top-level tls for this mesh.
+	TLS *tlsFiles `yaml:"tls"`
 	// HandlerConcurrency is how many handlers of one owner run at once.
 	HandlerConcurrency int             `yaml:"handler_concurrency"`
 	DrainTimeout       time.Duration   `yaml:"drain_timeout"`
@@ -197,7 +202,8 @@ func newLogger(w io.Writer, level, format string) (zerolog.Logger, error) {
 }
 
 // apply registers one mesh on b; handlers are the built-in ones.
-func (m *meshConfig) apply(b *routemesh.MeshBuilder, bi *builtins, defaultSecret []byte) error {
+// defaultSecret and defaultTLS apply unless the mesh names its own.
+func (m *meshConfig) apply(b *routemesh.MeshBuilder, bi *builtins, defaultSecret []byte, defaultTLS *tlsFiles) error {
 	if m.Listen != "" {
 		ep, err := tcpEndpoint("--listen", m.Listen)
 		if err != nil {
@@ -241,6 +247,17 @@ func (m *meshConfig) apply(b *routemesh.MeshBuilder, bi *builtins, defaultSecret
 	}
 	if secret != nil {
 		b.SetTrust(routemesh.TrustConfig{Secret: secret})
+	}
+	files := defaultTLS
+	if m.TLS != nil {
+		files = m.TLS
+	}
+	tc, err := files.config()
+	if err != nil {
+		return err
+	}
+	if tc != nil {
+		b.SetTLS(*tc)
 	}
 	if m.HandlerConcurrency > 0 {
 		b.SetHandlerConcurrency(m.HandlerConcurrency)

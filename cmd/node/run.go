@@ -36,6 +36,8 @@ type runFlags struct {
 	peers, servers, clients           []string
 	object, secretFile, admin         string
 	tokenFile                         string
+	tls                               tlsFiles
+	tlsSet                            [3]bool // --tls-ca, --tls-cert, --tls-key given
 	logLevel, logFormat               string
 	meshFlagsSet, adminSet, locSet    bool
 	secretSet, logLevelSet, logFmtSet bool
@@ -56,6 +58,7 @@ func newRunCmd() *cobra.Command {
 			fl := cmd.Flags()
 			f.adminSet, f.locSet, f.secretSet = fl.Changed("admin"), fl.Changed("location"), fl.Changed("secret-file")
 			f.logLevelSet, f.logFmtSet = fl.Changed("log-level"), fl.Changed("log-format")
+			f.tlsSet = [3]bool{fl.Changed("tls-ca"), fl.Changed("tls-cert"), fl.Changed("tls-key")}
 			cfg, err := f.resolve()
 			if err != nil {
 				return err
@@ -77,7 +80,10 @@ func newRunCmd() *cobra.Command {
 	fs.StringArrayVar(&f.servers, "server", nil, "Server role CHANNEL[=WEIGHT] (repeatable)")
 	fs.StringArrayVar(&f.clients, "client", nil, "Client role CHANNEL (repeatable)")
 	fs.StringVar(&f.object, "object", "none", "object role: none, client or server")
-	fs.StringVar(&f.secretFile, "secret-file", "", "shared-secret file of the trust profile")
+	fs.StringVar(&f.secretFile, "secret-file", "", "shared-secret file of the trust profile (authenticates peers; traffic stays in clear without --tls-*)")
+	fs.StringVar(&f.tls.CA, "tls-ca", "", "mesh-link TLS: PEM CA bundle peers' certificates must chain to (with --tls-cert and --tls-key)")
+	fs.StringVar(&f.tls.Cert, "tls-cert", "", "mesh-link TLS: this node's PEM certificate; its URI SAN (or CN) is the identity every peer must share")
+	fs.StringVar(&f.tls.Key, "tls-key", "", "mesh-link TLS: this node's PEM private key")
 	fs.StringVar(&f.tokenFile, "admin-token-file", "", "admin bearer token file: weight, drain and undrain need the token (required when --admin is not a loopback address)")
 	fs.StringVar(&f.admin, "admin", defaultAdmin, "admin HTTP address")
 	fs.StringVar(&f.logLevel, "log-level", "warn", "log level: trace, debug, info, warn, error, disabled")
@@ -106,6 +112,9 @@ func (f *runFlags) resolve() (*fileConfig, error) {
 	pick(&cfg.LogFormat, f.logFormat, f.logFmtSet)
 	pick(&cfg.SecretFile, f.secretFile, f.secretSet)
 	pick(&cfg.AdminTokenFile, f.tokenFile, f.tokenFile != "")
+	pick(&cfg.TLS.CA, f.tls.CA, f.tlsSet[0])
+	pick(&cfg.TLS.Cert, f.tls.Cert, f.tlsSet[1])
+	pick(&cfg.TLS.Key, f.tls.Key, f.tlsSet[2])
 	if len(cfg.Meshes) > 0 {
 		if f.meshFlagsSet {
 			return nil, usagef("mesh flags (--mesh, --listen, --server, …) cannot be combined with meshes in --config")
@@ -176,7 +185,7 @@ func runNode(ctx context.Context, cfg *fileConfig, cmd *cobra.Command) error {
 	for i := range cfg.Meshes {
 		m := &cfg.Meshes[i]
 		bi := newBuiltins()
-		if err := m.apply(opts.AddRouteMesh(m.Name), bi, secret); err != nil {
+		if err := m.apply(opts.AddRouteMesh(m.Name), bi, secret, &cfg.TLS); err != nil {
 			return err
 		}
 		a.addMesh(m.Name, bi)

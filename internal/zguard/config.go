@@ -35,6 +35,11 @@ type Config struct {
 	// (oversized frame, handshake timeout, duplicate identity, too many
 	// pending, bad greeting or READY), before OnConnClosed. Must not block.
 	OnRejected func(ev ConnEvent)
+	// TLS, when set, runs every connection over TLS 1.3 with mutual
+	// authentication (NewTLS); a peer that fails it is refused with a
+	// *TLSError (matching ErrTLS) before zmq4 sees the connection. nil =
+	// plaintext: a TLS ClientHello is then refused with ErrTLSUnexpected.
+	TLS *TLS
 }
 
 // ConnEvent describes a closed or rejected connection.

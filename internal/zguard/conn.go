@@ -2,6 +2,7 @@ package zguard
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -25,7 +26,9 @@ const maxWriteChunk = 1 << 20
 // Locks: rmu and wmu are independent; mu is a leaf taken under either;
 // listener.mu is never held while taking a conn lock.
 type conn struct {
-	raw      net.Conn
+	raw      net.Conn  // what zmq4's bytes go through: tcp, or TLS over it
+	tcp      net.Conn  // the TCP connection; closed directly
+	tc       *tls.Conn // nil without TLS
 	cfg      Config
 	ln       *listener // nil for dialed conns
 	remote   string
@@ -42,6 +45,7 @@ type conn struct {
 	werr error
 
 	handshakeDone atomic.Bool // the peer's READY has been read
+	tlsUp         atomic.Bool // the TLS handshake succeeded (or there is no TLS)
 	adopted       atomic.Bool // zmq4 read again after the READY
 
 	mu         sync.Mutex // guards the fields below
@@ -53,9 +57,17 @@ type conn struct {
 
 var _ net.Conn = (*conn)(nil)
 
-func newConn(raw net.Conn, cfg Config, ln *listener, start time.Time) *conn {
+// newConn guards tcp. With tc (TLS over tcp) every byte goes through tc;
+// tlsUp says whether its handshake is already done.
+func newConn(tcp net.Conn, tc *tls.Conn, tlsUp bool, cfg Config, ln *listener, start time.Time) *conn {
+	var raw net.Conn = tcp
+	if tc != nil {
+		raw = tc
+	}
 	c := &conn{
 		raw:      raw,
+		tcp:      tcp,
+		tc:       tc,
 		cfg:      cfg,
 		ln:       ln,
 		remote:   raw.RemoteAddr().String(),
@@ -68,6 +80,7 @@ func newConn(raw net.Conn, cfg Config, ln *listener, start time.Time) *conn {
 	c.rp.withCapture(handshakeCmdLimit)
 	c.bw = bufio.NewWriterSize(deadlineWriter{c: raw, timeout: cfg.WriteTimeout}, cfg.WriteBufferSize)
 	_ = raw.SetReadDeadline(c.deadline)
+	c.tlsUp.Store(tc == nil || tlsUp)
 	return c
 }
 
@@ -181,6 +194,13 @@ func (c *conn) orphaned() {
 // failRead closes the conn for a read-side reason and returns the error for
 // zmq4. guard says the reason is a guard's refusal.
 func (c *conn) failRead(err error, guard bool) error {
+	if !guard && c.tc != nil && !c.handshakeDone.Load() {
+		// TLS 1.3: a server refusing our certificate says so in an alert
+		// that arrives with the first read after our handshake ended.
+		if te := remoteAlert(err); te != nil {
+			err, guard = te, true
+		}
+	}
 	switch {
 	case guard:
 		c.reject(err)
@@ -268,10 +288,17 @@ func (c *conn) closeWith(reason error, rejected bool) {
 	ev := ConnEvent{Identity: c.identity, Remote: c.remote, Reason: reason}
 	c.mu.Unlock()
 
-	if rejected || !errors.Is(reason, ErrClosedLocally) {
-		_ = c.raw.Close()
-	} else {
-		lingerClose(c.raw)
+	// The TCP connection is closed directly, never through TLS: no
+	// close_notify is needed (ZMTP frames delimit themselves, and a TLS
+	// reader sees io.EOF at a record boundary), and none can block here.
+	var te *TLSError
+	switch {
+	case rejected && errors.As(reason, &te):
+		lingerClose(c.tcp) // let our TLS alert or ZMTP signature reach the peer
+	case rejected || !errors.Is(reason, ErrClosedLocally) || !c.tlsUp.Load():
+		_ = c.tcp.Close()
+	default:
+		lingerClose(c.tcp)
 	}
 	if c.ln != nil {
 		c.ln.forget(c, ev.Identity)

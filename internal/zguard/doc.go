@@ -40,12 +40,30 @@
 // mechanism is supported (zmq4's PLAIN is useless; trust is established by
 // the application handshake above).
 //
+// # TLS
+//
+// With Config.TLS (NewTLS) every connection runs TLS 1.3 with mutual
+// authentication below ZMTP: the listener completes the TLS handshake
+// (under the handshake deadline, counted among the pending handshakes)
+// before it reads the greeting, the dialer before it returns the
+// connection, and the guards above then apply to the decrypted stream.
+// Each side verifies the peer's certificate chain against TLSConfig.Roots
+// and the identity it names (CertIdentity) against TLSConfig.PeerIdentity.
+// A refusal is a *TLSError matching ErrTLS and one kind (ErrTLSPlaintext,
+// ErrTLSUntrusted, ErrTLSIdentity, ErrTLSPeerRefused); the listener
+// reports it through OnRejected, the dialer returns it. A plaintext
+// listener refuses a TLS ClientHello with ErrTLSUnexpected.
+//
 // # What it must not touch
 //
 // zguard knows ZMTP 3 framing (greeting, frame headers, the READY command)
 // and nothing above it: it knows nothing of RouteMesh, the wire envelope
 // protocol, peers' application identities or reconnect policy. It never
 // sends or consumes ZMTP frames of its own; every byte zmq4 writes reaches
-// the peer unchanged and every byte it reads comes from the peer unchanged,
-// or the connection is closed.
+// the peer unchanged (inside TLS when configured) and every byte it reads
+// comes from the peer unchanged, or the connection is closed. The one
+// thing it writes itself: a plaintext listener answers a TLS ClientHello
+// with the 10-byte ZMTP signature before closing, so the TLS side learns
+// at once that it reached a plaintext port; zmq4 never sees that
+// connection.
 package zguard

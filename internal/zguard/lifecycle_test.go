@@ -101,7 +101,7 @@ func TestConnClosedOnce(t *testing.T) {
 	cfg := rec.install(DefaultConfig())
 	a, b := net.Pipe()
 	defer b.Close()
-	c := newConn(a, cfg, nil, time.Now())
+	c := newConn(a, nil, false, cfg, nil, time.Now())
 	c.reject(ErrFrameTooLarge)
 	_ = c.Close()
 	_ = c.Close()

@@ -2,6 +2,7 @@ package zguard
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"sync"
@@ -71,7 +72,11 @@ func (l *listener) acceptLoop() {
 				return
 			}
 		}
-		c := newConn(raw, l.cfg, l, time.Now())
+		var tc *tls.Conn
+		if l.cfg.TLS != nil {
+			tc = tls.Server(raw, l.cfg.TLS.server)
+		}
+		c := newConn(raw, tc, false, l.cfg, l, time.Now())
 		if err := l.admit(c); err != nil {
 			c.reject(err)
 			continue
@@ -95,11 +100,28 @@ func (l *listener) admit(c *conn) error {
 	return nil
 }
 
-// greet waits for c's greeting, keeping it buffered for zmq4, then hands c
-// to Accept.
+// greet runs c's TLS handshake (with TLS), waits for its greeting, keeping
+// it buffered for zmq4, then hands c to Accept.
 func (l *listener) greet(c *conn) {
 	defer l.wg.Done()
-	g, err := c.br.Peek(greetingLen)
+	if c.tc != nil {
+		// Bounded by the handshake deadline on the TCP conn; closing c
+		// (listener Close) ends it at once.
+		err := handshakeTLS(context.Background(), c.tc, c.tcp, c.deadline)
+		if err != nil {
+			c.reject(err)
+			return
+		}
+		c.tlsUp.Store(true)
+	}
+	g, err := c.br.Peek(1)
+	if err == nil && c.tc == nil && looksLikeTLS(g) {
+		l.refuseTLS(c)
+		return
+	}
+	if err == nil {
+		g, err = c.br.Peek(greetingLen)
+	}
 	switch {
 	case err != nil:
 		c.rmu.Lock()
@@ -120,6 +142,14 @@ func (l *listener) greet(c *conn) {
 	case <-l.done:
 		c.closeWith(ErrClosedLocally, false)
 	}
+}
+
+// refuseTLS answers a TLS ClientHello on a plaintext listener with the
+// ZMTP signature, so the TLS side fails at once with "not TLS", and closes.
+func (l *listener) refuseTLS(c *conn) {
+	_ = c.tcp.SetWriteDeadline(c.deadline)
+	_, _ = c.tcp.Write(zmtpSignature)
+	c.reject(&TLSError{Kind: ErrTLSUnexpected, Detail: "the peer sent a TLS ClientHello to a mesh port without TLS"})
 }
 
 // Accept returns the next conn that has sent its greeting.

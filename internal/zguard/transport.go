@@ -2,6 +2,7 @@ package zguard
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"sync"
@@ -44,7 +45,15 @@ func (t guardTransport) Dial(ctx context.Context, dialer transport.Dialer, addr 
 	if err != nil {
 		return nil, err
 	}
-	return newConn(raw, cfg, nil, start), nil
+	if cfg.TLS == nil {
+		return newConn(raw, nil, false, cfg, nil, start), nil
+	}
+	tc := tls.Client(raw, cfg.TLS.client)
+	if err := handshakeTLS(dctx, tc, raw, start.Add(cfg.HandshakeTimeout)); err != nil {
+		_ = raw.Close()
+		return nil, &net.OpError{Op: "dial", Net: Scheme, Addr: raw.RemoteAddr(), Err: err}
+	}
+	return newConn(raw, tc, true, cfg, nil, start), nil
 }
 
 func (t guardTransport) Listen(ctx context.Context, addr string) (net.Listener, error) {

@@ -5,7 +5,8 @@
 // What it owns: binding one listening endpoint (a ROUTER) that receives
 // (pipe identity, frame) pairs and sends to a pipe identity, dialing one
 // outbound pipe (a DEALER of its own with a given identity), and reporting
-// closed inbound connections. A frame is an opaque byte slice: the wire
+// closed inbound connections and connections refused at the TLS layer
+// (ZMQConfig.OnTLSRefused; TLS itself is zguard's, set in Guard.TLS). A frame is an opaque byte slice: the wire
 // format, handshakes, liveness, batching and reconnects belong to
 // routemesh, not here.
 //

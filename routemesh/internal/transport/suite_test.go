@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/zlink-go/zlink/internal/zguard"
+	"github.com/zlink-go/zlink/internal/zguard/tlstest"
 	"github.com/zlink-go/zlink/routemesh/internal/transport"
 	"github.com/zlink-go/zlink/routemesh/internal/transport/memnet"
 )
@@ -39,6 +40,17 @@ func implementations(t *testing.T) map[string]func(t *testing.T) pair {
 			t.Cleanup(cancel)
 			cfg := transport.ZMQConfig{Guard: zguard.DefaultConfig(), ListenerID: "router/test", DialTimeout: 2 * time.Second}
 			return pair{listen: transport.NewZMQ(ctx, cfg), dial: transport.NewZMQ(ctx, cfg)}
+		},
+		"zmq4+tls": func(t *testing.T) pair {
+			ctx, cancel := context.WithCancel(context.Background())
+			t.Cleanup(cancel)
+			ca := tlstest.NewCA(t, "mesh CA")
+			mk := func() transport.Transport {
+				cfg := transport.ZMQConfig{Guard: zguard.DefaultConfig(), ListenerID: "router/test", DialTimeout: 2 * time.Second}
+				cfg.Guard.TLS = newTLS(t, ca, meshID, meshID)
+				return transport.NewZMQ(ctx, cfg)
+			}
+			return pair{listen: mk(), dial: mk()}
 		},
 		"memnet": func(t *testing.T) pair {
 			nw := memnet.New(1)

@@ -24,6 +24,25 @@ type ZMQConfig struct {
 	// DialTimeout bounds one dial (TCP connect); zmq4's retries are off, so
 	// the caller redials.
 	DialTimeout time.Duration
+	// OnTLSRefused, optional, is called for every connection refused at the
+	// TLS layer (an error matching zguard.ErrTLS): inbound ones the
+	// listener refused, and failed dials. It runs on a transport goroutine
+	// (inbound) or the dialing one and must not block. Guard.TLS turns TLS
+	// on; a plaintext transport reports TLS peers that knock
+	// (zguard.ErrTLSUnexpected).
+	OnTLSRefused func(TLSRefusal)
+}
+
+// TLSRefusal is one connection refused at the TLS layer.
+type TLSRefusal struct {
+	// Inbound is true for a connection the listener accepted and refused,
+	// false for a dial that failed.
+	Inbound bool
+	// Peer is the dialed endpoint (outbound) or the peer's host:port
+	// (inbound).
+	Peer string
+	// Err matches zguard.ErrTLS and one of its kinds.
+	Err error
 }
 
 // ZMQ is the production transport: one zmq4 ROUTER bound through the
@@ -63,6 +82,17 @@ func (t *ZMQ) Listen(endpoint string, ev Events) (Listener, error) {
 			}
 		}
 	}
+	if on := t.cfg.OnTLSRefused; on != nil {
+		prev := g.OnRejected
+		g.OnRejected = func(ce zguard.ConnEvent) {
+			if prev != nil {
+				prev(ce)
+			}
+			if errors.Is(ce.Reason, zguard.ErrTLS) {
+				on(TLSRefusal{Inbound: true, Peer: ce.Remote, Err: ce.Reason})
+			}
+		}
+	}
 	r := zmq4.NewRouter(zguard.WithConfig(t.ctx, g), zmq4.WithID(zmq4.SocketIdentity(t.cfg.ListenerID)))
 	if err := r.Listen(ep); err != nil {
 		_ = r.Close()
@@ -84,6 +114,9 @@ func (t *ZMQ) Dial(ctx context.Context, endpoint, identity string) (Conn, error)
 		zmq4.WithDialerMaxRetries(0), zmq4.WithDialerTimeout(t.cfg.DialTimeout))
 	if err := d.Dial(ep); err != nil {
 		_ = d.Close()
+		if on := t.cfg.OnTLSRefused; on != nil && errors.Is(err, zguard.ErrTLS) {
+			on(TLSRefusal{Peer: endpoint, Err: err})
+		}
 		return nil, err
 	}
 	return &zmqConn{s: d}, nil
