@@ -80,6 +80,15 @@ var (
 	// ErrRIDInUse: Start refused a fixed RID that a live node of the mesh
 	// holds (a *routemesh.ConfigError, also matching ErrConfig).
 	ErrRIDInUse = routemesh.ErrRIDInUse
+	// ErrTLS matches every refusal of a mesh link by TLS (a peer's
+	// last_error in status); the specific kinds follow.
+	ErrTLS = routemesh.ErrTLS
+	// ErrTLSPlaintext: the peer does not speak TLS (or this node does not).
+	ErrTLSPlaintext = routemesh.ErrTLSPlaintext
+	// ErrTLSUntrusted: the peer's certificate does not chain to the CA.
+	ErrTLSUntrusted = routemesh.ErrTLSUntrusted
+	// ErrTLSIdentity: the peer's certificate names another identity.
+	ErrTLSIdentity = routemesh.ErrTLSIdentity
 )
 
 // Startup refusals. Every refusal of Start's validation is a
