@@ -10,6 +10,7 @@ import (
 
 	zlink "github.com/zlink-go/zlink"
 	"github.com/zlink-go/zlink/routemesh"
+	"github.com/zlink-go/zlink/spot"
 	"github.com/zlink-go/zlink/supervisor"
 )
 
@@ -50,6 +51,14 @@ var (
 		"Bytes queued in the mailboxes of the actors of each kind.", []string{"kind"}, nil)
 	descRestarts = prometheus.NewDesc("zlink_actor_restarts",
 		"Restarts of the live actors of each kind (an actor that stops takes its count with it).", []string{"kind"}, nil)
+	descSpotsActive = prometheus.NewDesc("zlink_spots_active",
+		"Spots active on this MeshNode, by Spot kind.", []string{"mesh", "spot_kind"}, nil)
+	descSpotActivations = prometheus.NewDesc("zlink_spot_activations_total",
+		"Spot activations on this MeshNode, by Spot kind.", []string{"mesh", "spot_kind"}, nil)
+	descSpotDeactivations = prometheus.NewDesc("zlink_spot_deactivations_total",
+		"Spot deactivations on this MeshNode (idle, drain, stop, fenced, moved away), by Spot kind.", []string{"mesh", "spot_kind"}, nil)
+	descSpotEvents = prometheus.NewDesc("zlink_spot_events_total",
+		"Spot runtime events: redirects, fenced, overlaps, store_incarnations, saves, save_errors, moves, rebalanced, sends_dropped.", []string{"mesh", "event"}, nil)
 )
 
 var runtimeEvents = []string{"protocol_errors", "late_frames", "handshake_rejects", "peers_lost", "peers_departed"}
@@ -87,7 +96,8 @@ func New(host func() *zlink.Host, cfg Config) *Collector {
 // Describe sends every descriptor.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descCalls, descOK, descErrors, descLatency, descPeers, descState,
-		descInflight, descWeight, descRuntime, descActors, descDepth, descBytes, descRestarts} {
+		descInflight, descWeight, descRuntime, descActors, descDepth, descBytes, descRestarts,
+		descSpotsActive, descSpotActivations, descSpotDeactivations, descSpotEvents} {
 		ch <- d
 	}
 	for _, d := range c.cfg.ExtraDescs {
@@ -109,6 +119,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		collectStatus(ch, st)
+		if ss, err := spot.StatsOf(n); err == nil {
+			collectSpots(ch, st.Mesh, ss)
+		}
 		if c.cfg.Extra != nil {
 			c.cfg.Extra(st.Mesh, ch)
 		}
@@ -206,5 +219,22 @@ func collectKinds(ch chan<- prometheus.Metric, root supervisor.Node) {
 		ch <- prometheus.MustNewConstMetric(descDepth, prometheus.GaugeValue, t.depth, k)
 		ch <- prometheus.MustNewConstMetric(descBytes, prometheus.GaugeValue, t.bytes, k)
 		ch <- prometheus.MustNewConstMetric(descRestarts, prometheus.GaugeValue, t.restarts, k)
+	}
+}
+
+// collectSpots reports a node's Spot runtime (labels: mesh and kind names,
+// configuration values only).
+func collectSpots(ch chan<- prometheus.Metric, mesh string, ss spot.Stats) {
+	for _, k := range ss.Kinds {
+		ch <- prometheus.MustNewConstMetric(descSpotsActive, prometheus.GaugeValue, float64(k.Active), mesh, k.Kind)
+		ch <- prometheus.MustNewConstMetric(descSpotActivations, prometheus.CounterValue, float64(k.Activations), mesh, k.Kind)
+		ch <- prometheus.MustNewConstMetric(descSpotDeactivations, prometheus.CounterValue, float64(k.Deactivations), mesh, k.Kind)
+	}
+	for ev, v := range map[string]uint64{
+		"redirects": ss.Redirects, "fenced": ss.Fenced, "overlaps": ss.Overlaps,
+		"store_incarnations": ss.StoreIncarnations, "saves": ss.Saves, "save_errors": ss.SaveErrors,
+		"moves": ss.Moves, "rebalanced": ss.Rebalanced, "sends_dropped": ss.SendsDropped,
+	} {
+		ch <- prometheus.MustNewConstMetric(descSpotEvents, prometheus.CounterValue, float64(v), mesh, ev)
 	}
 }

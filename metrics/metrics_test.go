@@ -12,7 +12,10 @@ import (
 
 	zlink "github.com/zlink-go/zlink"
 	"github.com/zlink-go/zlink/metrics"
+	"github.com/zlink-go/zlink/location"
 	"github.com/zlink-go/zlink/routemesh"
+	"github.com/zlink-go/zlink/spot"
+	"github.com/zlink-go/zlink/spot/counter"
 )
 
 func TestMain(m *testing.M) {
@@ -109,5 +112,37 @@ func only(c prometheus.Collector, ch chan<- prometheus.Metric, name string) {
 		if strings.Contains(m.Desc().String(), `"`+name+`"`) {
 			ch <- m
 		}
+	}
+}
+
+// Spots show per kind and as runtime events, lint-clean.
+func TestCollector_Spots(t *testing.T) {
+	store := location.NewMemory()
+	o := zlink.NewOptions().SetLocationStore(store)
+	spot.Enable(o.AddRouteMesh("game").SetRoutingIDPrefix("os").SetObjectRole(routemesh.ObjectServer), counter.Kind())
+	h := start(t, o)
+	n := h.Mesh("game")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := spot.WaitReady(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		if _, _, err := spot.CallRaw(ctx, n, counter.KindName, id, "add", []byte("1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(metrics.For(h))
+	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
+		t.Fatalf("lint: %v %v", problems, err)
+	}
+	want := `
+# HELP zlink_spots_active Spots active on this MeshNode, by Spot kind.
+# TYPE zlink_spots_active gauge
+zlink_spots_active{mesh="game",spot_kind="counter"} 3
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "zlink_spots_active"); err != nil {
+		t.Fatal(err)
 	}
 }
