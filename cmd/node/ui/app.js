@@ -108,7 +108,7 @@
       st.drained ? f('drained', 'yes') : null,
       f('calls', c.calls || 0), f('ok', c.ok || 0), f('errors', errors, errors ? 'skip' : ''),
       f('peers lost', c.peers_lost || 0, c.peers_lost ? 'skip' : ''),
-      f('latency', latencyText(mesh, st, at)),
+      f('select-one latency', latencyText(mesh, st, at)),
       st.failure ? f('failure', st.failure, 'skip') : null);
   }
 
