@@ -23,6 +23,7 @@ import (
 // uiTestEvent is one `snapshot` event as the page reads it.
 type uiTestEvent struct {
 	ID       string
+	Raw      string    // the snapshot as sent
 	Seq      uint64    `json:"seq"`
 	At       time.Time `json:"at"`
 	Snapshot struct {
@@ -106,7 +107,11 @@ func readUIEvents(t *testing.T, body io.Reader) <-chan uiTestEvent {
 						t.Errorf("event %s: %v: %s", id, err, data.Bytes())
 						return
 					}
-					ev.ID = id
+					var raw struct {
+						Snapshot json.RawMessage `json:"snapshot"`
+					}
+					_ = json.Unmarshal(data.Bytes(), &raw)
+					ev.ID, ev.Raw = id, string(raw.Snapshot)
 					out <- ev
 				}
 				id, event = "", ""
@@ -295,9 +300,25 @@ func TestUI_EventsStreamSnapshotsAndWeightChanges(t *testing.T) {
 	if ch := first.channel("own"); ch == nil || ch.Role != "server" || ch.Weight != 50 {
 		t.Fatalf("channel own in the first snapshot: %+v", ch)
 	}
-	// Nothing changes while idle: the heartbeat still sends one a second.
-	if second := next("the heartbeat"); second.At.Sub(first.At) < 900*time.Millisecond {
-		t.Fatalf("idle snapshots %s apart, want about a second", second.At.Sub(first.At))
+	// A change is sent when seen; an unchanged snapshot still goes out
+	// once a second (the heartbeat), never more often.
+	prev, end := first, time.Now().Add(6*time.Second)
+	for {
+		ev := next("the heartbeat")
+		gap := ev.At.Sub(prev.At)
+		if gap > 2*uiHeartbeat {
+			t.Fatalf("snapshots %s apart, want at most about %s", gap, uiHeartbeat)
+		}
+		if ev.Raw == prev.Raw {
+			if gap < uiHeartbeat-100*time.Millisecond {
+				t.Fatalf("an unchanged snapshot %s after the last, want the heartbeat's %s", gap, uiHeartbeat)
+			}
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatal("no unchanged snapshot within 6s of an idle node: no heartbeat seen")
+		}
+		prev = ev
 	}
 
 	// Selections show both Servers with their weights and shares.

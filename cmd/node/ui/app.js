@@ -128,7 +128,8 @@
       counts = counts.map((v, i) => v - old.counts[i]);
       sum -= old.sum;
       n = count - old.count;
-      span = 'last ' + Math.round((t - old.t) / 1000) + 's';
+      const secs = (t - old.t) / 1000;
+      span = 'last ' + (secs < 9.5 ? secs.toFixed(1) : Math.round(secs)) + 's';
     }
     if (!n) return 'no calls';
     const q = (p) => {
