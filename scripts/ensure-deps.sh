@@ -2,12 +2,24 @@
 # Installs what `make test` needs when it is missing. Idempotent; quiet when
 # everything is there. Tests start and stop their own redis-server on a free
 # loopback port (a Redis Cluster of three, made with redis-cli, too); this
-# script only makes sure the binaries exist.
+# script only makes sure the binaries exist. The dashboard's browser test
+# (test/ui_browser_test.go) runs a headless Chromium: Debian's
+# chromium-headless-shell, unless one is already there (or ZLINK_CHROMIUM
+# names one).
 set -euo pipefail
 
 need_apt=()
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || need_apt+=(redis-tools)
+have_chromium() {
+  [ -n "${ZLINK_CHROMIUM:-}" ] && command -v "$ZLINK_CHROMIUM" >/dev/null 2>&1 && return 0
+  local b
+  for b in chromium-headless-shell chromium chromium-browser google-chrome google-chrome-stable; do
+    command -v "$b" >/dev/null 2>&1 && return 0
+  done
+  return 1
+}
+have_chromium || need_apt+=(chromium-headless-shell)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null 2>&1; then
@@ -25,3 +37,4 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 command -v redis-server >/dev/null 2>&1 || { echo "ensure-deps: redis-server still missing" >&2; exit 1; }
 command -v redis-cli >/dev/null 2>&1 || { echo "ensure-deps: redis-cli (redis-tools) still missing" >&2; exit 1; }
+have_chromium || { echo "ensure-deps: no headless Chromium (apt-get install chromium-headless-shell, or set ZLINK_CHROMIUM)" >&2; exit 1; }

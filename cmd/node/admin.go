@@ -75,6 +75,8 @@ func (a *app) routes(hc zlink.HealthConfig) http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", a.getHealthz(hc))
 	mux.HandleFunc("GET /readyz", a.getReadyz(hc))
+	// The live dashboard (read-only, like /status).
+	a.uiRoutes(mux)
 	return mux
 }
 
