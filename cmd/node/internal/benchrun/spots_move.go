@@ -72,13 +72,19 @@ type spotsMovePlan struct {
 	callSpots  int           // Spots the callers call while they are relocated and drained
 	callers    int           // calling goroutines (one call at a time each)
 	steady     time.Duration // each steady window
+	late       time.Duration // when > 0: a steady window this long after the relocation
 }
+
+// moveForwardWait is how long an old owner forwards calls for a Spot that
+// moved (spot's moveWait: 2 × StoreTimeout + 1 s with the defaults).
+const moveForwardWait = 5 * time.Second
 
 func spotsMovePlanFor(quick bool) spotsMovePlan {
 	if quick {
 		return spotsMovePlan{drainSpots: 300, aloneSpots: 4, actCallers: 8, callSpots: 100, callers: 8, steady: 300 * time.Millisecond}
 	}
-	return spotsMovePlan{drainSpots: 10_000, aloneSpots: 8, actCallers: 16, callSpots: 2000, callers: 16, steady: 2 * time.Second}
+	return spotsMovePlan{drainSpots: 10_000, aloneSpots: 8, actCallers: 16, callSpots: 2000, callers: 16, steady: 2 * time.Second,
+		late: moveForwardWait + time.Second}
 }
 
 func runSpotsMoveBench(ctx context.Context, w io.Writer, plan spotsMovePlan) error {

@@ -141,6 +141,11 @@ func spotsMoveCallers(ctx context.Context, w io.Writer, plan spotsMovePlan) erro
 			a.RID(), b.RID(), relEl.Round(time.Millisecond), rel.Moved, rel.Failed, rel.Other, float64(rel.Moved)/relEl.Seconds(), relErr)})
 	activeB := moveActive(b)
 	steady("after-relocate", fmt.Sprintf("calls started and ended in the %v after the relocation", plan.steady))
+	if plan.late > 0 {
+		sleepCtx(r1 + plan.late - time.Since(t0))
+		steady("after-relocate-late", fmt.Sprintf("calls started and ended in a %v window from %v after the relocation, "+
+			"once the old owner has stopped forwarding (it forwards for %v after a move)", plan.steady, plan.late, moveForwardWait))
+	}
 
 	before, _ := spot.StatsOf(b)
 	d0 := time.Since(t0)
@@ -189,7 +194,7 @@ func spotsMoveCallers(ctx context.Context, w io.Writer, plan spotsMovePlan) erro
 		}
 		r := summarize(lat, mw.to-mw.from)
 		stats[mw.name] = r
-		fmt.Fprintf(w, "latency %-14s n=%-7d %8.0f calls/s  p50 %8v  p99 %8v  max %8v  errors %d  answered by %s/%s %d/%d  (%s)\n",
+		fmt.Fprintf(w, "latency %-19s n=%-7d %8.0f calls/s  p50 %8v  p99 %8v  max %8v  errors %d  answered by %s/%s %d/%d  (%s)\n",
 			mw.name, r.n, r.rate, r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), worst.Round(time.Microsecond), failed,
 			a.RID(), b.RID(), byA, byB, mw.about)
 	}
@@ -198,6 +203,11 @@ func spotsMoveCallers(ctx context.Context, w io.Writer, plan spotsMovePlan) erro
 		ratio(float64(stats["relocate"].p50), float64(st.p50)), ratio(float64(stats["relocate"].p99), float64(st.p99)),
 		ratio(float64(stats["drain"].p50), float64(st.p50)), ratio(float64(stats["drain"].p99), float64(st.p99)),
 		ratio(float64(stats["after-drain"].p99), float64(st.p99)))
+	if plan.late > 0 {
+		fmt.Fprintf(w, "ratio after-relocate vs steady: p50 %.2fx calls/s %.2fx; after-relocate-late p50 %.2fx calls/s %.2fx (no goal)\n",
+			ratio(float64(stats["after-relocate"].p50), float64(st.p50)), ratio(stats["after-relocate"].rate, st.rate),
+			ratio(float64(stats["after-relocate-late"].p50), float64(st.p50)), ratio(stats["after-relocate-late"].rate, st.rate))
+	}
 
 	// Every Spot's count is 1 (its activation) + the calls answered + this
 	// call: no call was lost or run twice across the moves.
@@ -216,7 +226,7 @@ func spotsMoveCallers(ctx context.Context, w io.Writer, plan spotsMovePlan) erro
 		}
 		return nil
 	})
-	fmt.Fprintf(w, "callers state check: %d of %d Spots counted exactly the calls answered (%d differ, %d check calls failed); %d on %s after the relocation, %d back on %s after the drain\n",
+	fmt.Fprintf(w, "callers state check: %d of %d Spots counted exactly the calls answered (%d differ, %d check calls failed); %d active on %s when Relocate returned, %d back on %s after the drain\n",
 		match.Load(), spots, mismatch.Load(), checkErr.Load(), activeB, b.RID(), moveActive(a), a.RID())
 	fmt.Fprintf(w, "callers errors: %s\n", errs.summary())
 	fmt.Fprintf(w, "callers runtime warnings and errors logged: %s\n", logs.line())
