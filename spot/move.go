@@ -59,13 +59,21 @@ type (
 )
 
 // moveWait bounds how long a target holds direct calls for a move's
-// forwarded ones, and how long an owner remembers where a Spot went.
+// forwarded ones.
 func (rt *runtime) moveWait() time.Duration { return 2*rt.cfg.StoreTimeout + time.Second }
+
+// forwardFor is how long a previous owner forwards what still reaches it
+// (instead of redirecting): long enough for one-way messages a caller has
+// in flight to arrive behind the ones forwarded before, short because every
+// call meanwhile takes two hops.
+const forwardFor = time.Second
 
 // Move moves the Spot (kind, id), active on node n, to the Object Server
 // to, without an error to any caller (see docs/spots.md). The kind must be
-// persistent. It returns once the Spot runs on the target (nil), or why it
-// did not move (the Spot then goes on where it was).
+// persistent. It returns nil once the record names the target and the
+// calls that waited are on their way to it (the target activates the Spot
+// right after, holding the calls that reach it meanwhile), or why it did
+// not move (the Spot then goes on where it was).
 func Move(ctx context.Context, n *routemesh.Node, kind, id, to string) error {
 	rt, err := of(n)
 	if err != nil {
@@ -406,7 +414,7 @@ func (a *kindActor) unhold(c actor.Context, e *entry, id string) {
 func (a *kindActor) expireMoves(c actor.Context, now time.Time) {
 	limit := a.rt.moveWait()
 	for id, e := range a.table {
-		if now.Sub(e.since) < limit {
+		if d := now.Sub(e.since); d < limit && (e.state != moved || d < forwardFor) {
 			continue
 		}
 		switch e.state {

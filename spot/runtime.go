@@ -186,12 +186,17 @@ const drainMoves = 16
 func (rt *runtime) handOffAll(ctx context.Context) {
 	sem := make(chan struct{}, drainMoves)
 	var wg sync.WaitGroup
+	fresh := false // one fresh listing per drain, not one per Spot
 	for _, ks := range rt.order {
 		if ks.reg.persist == nil {
 			continue
 		}
 		for _, id := range ks.dir.ids(1 << 30) {
-			to, ok := rt.placeFresh(ctx, ks.reg.name, id)
+			to, ok := rt.place(ks.reg.name, id)
+			if !ok && !fresh {
+				fresh = true
+				to, ok = rt.placeFresh(ctx, ks.reg.name, id)
+			}
 			if !ok || to == rt.n.RID() {
 				continue
 			}
