@@ -11,8 +11,8 @@ import (
 	"go.uber.org/goleak"
 
 	zlink "github.com/zlink-go/zlink"
-	"github.com/zlink-go/zlink/metrics"
 	"github.com/zlink-go/zlink/location"
+	"github.com/zlink-go/zlink/metrics"
 	"github.com/zlink-go/zlink/routemesh"
 	"github.com/zlink-go/zlink/spot"
 	"github.com/zlink-go/zlink/spot/counter"
