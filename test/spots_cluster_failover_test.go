@@ -203,6 +203,14 @@ func TestSpotsCluster_FailoverFencesAndRecovers(t *testing.T) {
 			continue
 		}
 		kind := spotsErrKind(call.err)
+		if kind == "busy" { // which store answer ended the claim
+			switch msg := call.err.Error(); {
+			case strings.Contains(msg, "MOVED"):
+				kind = "busy(MOVED)"
+			case strings.Contains(msg, "not confirmed by a replica"):
+				kind = "busy(unconfirmed)"
+			}
+		}
 		if errs[kind]++; errs[kind] == 1 {
 			sample[kind] = fmt.Sprintf("%s %v after the failover: %v", call.id, call.done.Sub(failAt).Round(time.Millisecond), call.err)
 		}
