@@ -195,10 +195,11 @@ func connectedReplicas(ctx context.Context, c rueidis.Client) (int, error) {
 	return 0, fmt.Errorf("zlink: redis info replication: no connected_slaves")
 }
 
-// maxRedirects bounds the attempts of a confirmed write that the Cluster
-// redirects (MOVED, ASK, TRYAGAIN, CLUSTERDOWN) while its slot map is
-// refreshed.
-const maxRedirects = 4
+// redirectBackoff caps the pause between the attempts of a confirmed
+// write that the Cluster redirects (MOVED, ASK, TRYAGAIN, CLUSTERDOWN)
+// while the client refreshes its slot map (after a failover that takes up
+// to a second): the write is retried until its context ends.
+const redirectBackoff = 100 * time.Millisecond
 
 // spotExec runs a Spot directory script on the master of keys[0]'s slot.
 // When that master needs confirmation (replicaTracker), WAIT 1 follows on
@@ -213,13 +214,14 @@ func (r *Redis) spotExec(ctx context.Context, s *luaScript, keys, args []string)
 		}
 		return reply, nil
 	}
-	wait := r.cfg.ReplicaTimeout
-	if dl, ok := ctx.Deadline(); ok {
-		wait = min(wait, time.Until(dl)*9/10) // leave time to read the answer
-	}
-	waitMs := max(wait.Milliseconds(), 1) // WAIT 0 would block forever
 	var rs []rueidis.RedisResult
+	var waitMs int64
 	for attempt := 1; ; attempt++ {
+		wait := r.cfg.ReplicaTimeout
+		if dl, ok := ctx.Deadline(); ok {
+			wait = min(wait, time.Until(dl)*9/10) // leave time to read the answer
+		}
+		waitMs = max(wait.Milliseconds(), 1) // WAIT 0 would block forever
 		_ = r.client.Dedicated(func(c rueidis.DedicatedClient) error {
 			rs = c.DoMulti(ctx, s.cmd(c.B(), keys, args, false), c.B().Wait().Numreplicas(1).Timeout(waitMs).Build())
 			if noScript(rs[0].Error()) {
@@ -227,7 +229,7 @@ func (r *Redis) spotExec(ctx context.Context, s *luaScript, keys, args []string)
 			}
 			return nil
 		})
-		if attempt >= maxRedirects || !redirected(rs[0].Error()) || !sleepCtx(ctx, time.Duration(attempt)*20*time.Millisecond) {
+		if !redirected(rs[0].Error()) || !sleepCtx(ctx, min(time.Duration(attempt)*20*time.Millisecond, redirectBackoff)) {
 			break
 		}
 	}

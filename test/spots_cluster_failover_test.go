@@ -47,7 +47,6 @@ func TestSpotsCluster_FailoverFencesAndRecovers(t *testing.T) {
 		callTimeout  = 3 * time.Second
 		recoverBound = 10 * time.Second
 	)
-	awaitClusterClientsIdle(t)
 	start := time.Now()
 	c := locationtest.StartRedisCluster(t)
 	masters := c.Nodes()

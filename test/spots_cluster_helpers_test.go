@@ -7,7 +7,6 @@ package test
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -284,36 +283,4 @@ func durStats(ds []time.Duration) string {
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	r := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 	return fmt.Sprintf("min %v, median %v, max %v", r(s[0]), r(s[len(s)/2]), r(s[len(s)-1]))
-}
-
-// rueidisRefresher is the goroutine with which rueidis closes the
-// connections a Cluster topology refresh replaced, 5 s later; it ends by
-// itself, but the package's leak check (TestMain) does not ignore it.
-const rueidisRefresher = "github.com/redis/rueidis.(*clusterClient)._refresh.func2"
-
-// awaitClusterClientsIdle registers a cleanup, run after every later one
-// (the nodes and stores are closed by then), that waits until no rueidis
-// topology-refresh goroutine is left, so the leak check at the end of the
-// package finds none.
-func awaitClusterClientsIdle(t *testing.T) {
-	t.Helper()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(15 * time.Second)
-		buf := make([]byte, 1<<20)
-		for {
-			n := runtime.Stack(buf, true)
-			for n == len(buf) {
-				buf = make([]byte, 2*len(buf))
-				n = runtime.Stack(buf, true)
-			}
-			if !strings.Contains(string(buf[:n]), rueidisRefresher) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Logf("rueidis topology-refresh goroutines still running after 15 s")
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	})
 }

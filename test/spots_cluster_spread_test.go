@@ -29,7 +29,6 @@ func TestSpotsCluster_SpreadAndCalls(t *testing.T) {
 		workers     = 24
 		callTimeout = 10 * time.Second
 	)
-	awaitClusterClientsIdle(t)
 	start := time.Now()
 	c := locationtest.StartRedisCluster(t)
 	clusterUp := time.Since(start)
