@@ -76,6 +76,7 @@ func newSpotMoveCmd() *cobra.Command {
 		},
 	}
 	addAdminFlag(c, &admin)
+	c.Flags().Lookup("admin-token-file").Usage = "the node's admin token file (needed when the node has one)"
 	c.Flags().StringVar(&kind, "kind", "", "the Spot's kind (persistent, e.g. counter)")
 	c.Flags().StringVar(&id, "id", "", "the Spot's ID (active on the node)")
 	c.Flags().StringVar(&to, "to", "", "RID of the Object Server that takes the Spot (ready, not draining, same mesh)")

@@ -251,6 +251,7 @@ func newRelocateCmd() *cobra.Command {
 		},
 	}
 	addAdminFlag(c, &admin)
+	c.Flags().Lookup("admin-token-file").Usage = "the node's admin token file (needed when the node has one)"
 	c.Flags().StringVar(&to, "to", "", "RID of the Object Server that takes the Spots (ready, not draining, same mesh)")
 	c.Flags().StringVar(&mesh, "mesh", "", "MeshName (default: the node's first mesh)")
 	c.Flags().DurationVar(&timeout, "timeout", defaultSpotAdminTimeout, "bounds the relocation")
