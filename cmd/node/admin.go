@@ -70,8 +70,9 @@ func (a *app) routes(hc zlink.HealthConfig) http.Handler {
 	// Endpoints that change the node need the admin token (when one is
 	// configured); the read-only ones stay open.
 	mux.HandleFunc("POST /weight", a.requireToken(a.postWeight))
-	mux.HandleFunc("POST /drain", a.requireToken(a.postDrain))
+	mux.HandleFunc("POST /drain", a.requireToken(a.postDrainSpots))
 	mux.HandleFunc("POST /undrain", a.requireToken(a.postUndrain))
+	a.spotAdminRoutes(mux)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", a.getHealthz(hc))
 	mux.HandleFunc("GET /readyz", a.getReadyz(hc))

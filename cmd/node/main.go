@@ -49,6 +49,8 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newUndrainCmd(),
 		newRequestCmd(),
 		newSpotCmd(),
+		newSpotMoveCmd(),
+		newRelocateCmd(),
 		newDemoCmd(),
 		newBenchCmd(),
 	)

@@ -264,7 +264,7 @@ func newDrainCmd() *cobra.Command {
 	var timeout time.Duration
 	c := &cobra.Command{
 		Use:   "drain --admin ADDR [--timeout D]",
-		Short: "Drain a node; returns when drained, non-zero on timeout",
+		Short: "Drain a node (its persistent Spots move to other Object Servers); returns when drained, non-zero on timeout",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if timeout <= 0 || timeout > maxDrainTimeout {
 				return usagef(fmt.Sprintf("--timeout %s: want a positive duration up to %s", timeout, maxDrainTimeout))
@@ -277,7 +277,7 @@ func newDrainCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var resp drainResponse
+			var resp drainSpotsResponse
 			if code == http.StatusOK || code == http.StatusGatewayTimeout {
 				if err := json.Unmarshal(raw, &resp); err != nil {
 					return fmt.Errorf("drain: %w", err)
@@ -285,10 +285,10 @@ func newDrainCmd() *cobra.Command {
 			}
 			switch code {
 			case http.StatusOK:
-				fmt.Fprintf(cmd.OutOrStdout(), "drained mesh=%s\n", strings.Join(resp.Meshes, ","))
+				fmt.Fprintf(cmd.OutOrStdout(), "drained mesh=%s moved_spots=%d\n", strings.Join(resp.Meshes, ","), resp.MovedSpots)
 				return nil
 			case http.StatusGatewayTimeout:
-				return fmt.Errorf("drain timed out: %s", resp.Error)
+				return fmt.Errorf("drain timed out (moved_spots=%d): %s", resp.MovedSpots, resp.Error)
 			default:
 				return fail(code, raw)
 			}

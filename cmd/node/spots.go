@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -99,4 +101,69 @@ func spotsOf(n *routemesh.Node, kind string, limit int) spotsMesh {
 		m.List = l
 	}
 	return m
+}
+
+// drainSpotsResponse answers POST /drain: drainResponse plus the Spots
+// the drain handed to other Object Servers (the Spot runtime moves every
+// persistent Spot away during Drain), summed over the meshes.
+type drainSpotsResponse struct {
+	drainResponse
+	MovedSpots uint64 `json:"moved_spots"`
+}
+
+// spotMoves sums spot.Stats.Moves over the nodes that run the Spot
+// runtime.
+func spotMoves(nodes []*routemesh.Node) uint64 {
+	var total uint64
+	for _, n := range nodes {
+		if st, err := spot.StatsOf(n); err == nil {
+			total += st.Moves
+		}
+	}
+	return total
+}
+
+// postDrainSpots serves POST /drain: postDrain, with moved_spots added to
+// its answer (spot.StatsOf before and after; a move the node made for
+// another reason meanwhile counts too).
+func (a *app) postDrainSpots(w http.ResponseWriter, r *http.Request) {
+	h := a.host.Load()
+	if h == nil {
+		a.postDrain(w, r)
+		return
+	}
+	before := spotMoves(h.Meshes())
+	rec := &capturedResponse{header: http.Header{}}
+	a.postDrain(rec, r)
+	for k, v := range rec.header {
+		w.Header()[k] = v
+	}
+	var resp drainSpotsResponse
+	if (rec.code != http.StatusOK && rec.code != http.StatusGatewayTimeout) || json.Unmarshal(rec.body.Bytes(), &resp.drainResponse) != nil {
+		w.WriteHeader(rec.code)
+		_, _ = w.Write(rec.body.Bytes())
+		return
+	}
+	resp.MovedSpots = spotMoves(h.Meshes()) - before
+	writeJSON(w, rec.code, resp)
+}
+
+// capturedResponse keeps an answer to rewrite it.
+type capturedResponse struct {
+	header http.Header
+	code   int
+	body   bytes.Buffer
+}
+
+func (c *capturedResponse) Header() http.Header { return c.header }
+
+func (c *capturedResponse) WriteHeader(code int) {
+	if c.code == 0 {
+		c.code = code
+	}
+}
+
+func (c *capturedResponse) Write(p []byte) (int, error) {
+	c.WriteHeader(http.StatusOK)
+	return c.body.Write(p)
 }
