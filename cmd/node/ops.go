@@ -94,7 +94,7 @@ func fail(code int, raw []byte) error {
 
 func addAdminFlag(c *cobra.Command, t *adminTarget) {
 	c.Flags().StringVar(&t.addr, "admin", "", "admin address of the node (HOST:PORT)")
-	c.Flags().StringVar(&t.tokenFile, "admin-token-file", "", "the node's admin token file (weight, drain and undrain need it when the node has one)")
+	c.Flags().StringVar(&t.tokenFile, "admin-token-file", "", "the node's admin token file (the endpoints that change the node — weight, drain, undrain, relocate, spots/move — need it when the node has one)")
 }
 
 func newStatusCmd() *cobra.Command {

@@ -84,7 +84,7 @@ func newRunCmd() *cobra.Command {
 	fs.StringVar(&f.tls.CA, "tls-ca", "", "mesh-link TLS: PEM CA bundle peers' certificates must chain to (with --tls-cert and --tls-key)")
 	fs.StringVar(&f.tls.Cert, "tls-cert", "", "mesh-link TLS: this node's PEM certificate; its URI SAN (or CN) is the identity every peer must share")
 	fs.StringVar(&f.tls.Key, "tls-key", "", "mesh-link TLS: this node's PEM private key")
-	fs.StringVar(&f.tokenFile, "admin-token-file", "", "admin bearer token file: weight, drain and undrain need the token (required when --admin is not a loopback address)")
+	fs.StringVar(&f.tokenFile, "admin-token-file", "", "admin bearer token file: the endpoints that change the node (weight, drain, undrain, relocate, spots/move) need the token (required when --admin is not a loopback address)")
 	fs.StringVar(&f.admin, "admin", defaultAdmin, "admin HTTP address")
 	fs.StringVar(&f.logLevel, "log-level", "warn", "log level: trace, debug, info, warn, error, disabled")
 	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or console")
