@@ -130,6 +130,7 @@ func (le *lease) run(ctx context.Context) {
 		d, dirty := le.take()
 		if dirty || !published {
 			published = le.put(ctx, d)
+			le.published.Store(published)
 			if !published && dirty {
 				le.mu.Lock()
 				if le.latest.Revision == d.Revision {
@@ -153,6 +154,7 @@ func (le *lease) run(ctx context.Context) {
 			le.n.cnt.descriptorErrors.Add(1)
 			published = false
 		}
+		le.published.Store(published) // Node.Published reads it while the loop runs
 	}
 }
 

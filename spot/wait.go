@@ -28,16 +28,11 @@ func WaitReady(ctx context.Context, n *routemesh.Node) error {
 		_ = ref.Tell(&refreshMembers{})
 	}
 	for {
-		if rt.listed.Load() >= before+2 && rt.ready() {
+		if rt.listed.Load() > before && rt.ready() {
 			return nil
 		}
-		if rt.listed.Load() >= before+1 {
-			if ref := rt.membRef.Load(); ref != nil {
-				_ = ref.Tell(&refreshMembers{}) // one that started after us
-			}
-		}
 		if err := sleepCtx(ctx, 10*time.Millisecond); err != nil {
-			return fmt.Errorf("spots of %s not ready: %w", n.RID(), err)
+			return fmt.Errorf("spots of %s not ready (%s): %w", n.RID(), rt.notReady(before), err)
 		}
 	}
 }
@@ -53,4 +48,23 @@ func (rt *runtime) ready() bool {
 	}
 	_, ok := rt.place("", "x")
 	return ok
+}
+
+// notReady says which condition of WaitReady is still missing.
+func (rt *runtime) notReady(before uint64) string {
+	switch {
+	case rt.stopping.Load():
+		return "stopping"
+	case rt.listed.Load() <= before:
+		return "no listing of the mesh yet"
+	}
+	if rt.role == routemesh.ObjectServer {
+		if _, valid := rt.lease.holder(time.Now()); !valid {
+			return "the ownership lease is not valid"
+		}
+		if !rt.n.Published() {
+			return "the descriptor is not published"
+		}
+	}
+	return fmt.Sprintf("no ready Object Server among %d listed", len(*rt.members.Load()))
 }
