@@ -151,8 +151,8 @@ func init() {
 //	trap <id>            arm the snapshot trap for <id>: prints "ARMED <id>",
 //	                     and "SAVING <id>" when that save begins (it then
 //	                     blocks until the process is killed)
-//	move <kind> <id> <to> spot.Move, then prints "MOVED <id> ok" or
-//	                     "MOVED <id> error <text>"
+//	move <kind> <id> <to> once <to> is a ready peer, spot.Move, then
+//	                     prints "MOVED <id> ok" or "MOVED <id> error <text>"
 //
 // It exits when stdin closes (the parent test is gone) or when killed.
 func runMoveChild() {
@@ -201,6 +201,10 @@ func runMoveChild() {
 			go func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
+				// This node may not have seen the target yet.
+				for ready, _ := n.PeerReady(f[3]); !ready && ctx.Err() == nil; ready, _ = n.PeerReady(f[3]) {
+					time.Sleep(5 * time.Millisecond)
+				}
 				if err := spot.Move(ctx, n, f[1], f[2], f[3]); err != nil {
 					say("MOVED %s error %v", f[2], err)
 					return
@@ -331,6 +335,26 @@ func (l *mvLedger) firstOK(id, caller string, since time.Time, not string) (mvCa
 		}
 	}
 	return mvCall{}, false
+}
+
+// okCount counts the successful calls of caller.
+func (l *mvLedger) okCount(caller string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, c := range l.calls {
+		if c.caller == caller && c.err == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// waitOK waits until caller has n more successful calls.
+func (l *mvLedger) waitOK(t *testing.T, caller string, n int, d time.Duration) {
+	t.Helper()
+	base := l.okCount(caller)
+	waitFor(t, fmt.Sprintf("%d more answers to %s", n, caller), d, func() bool { return l.okCount(caller) >= base+n })
 }
 
 // check verifies every call: it ended once, by its deadline (+ slack),
