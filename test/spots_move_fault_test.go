@@ -119,7 +119,8 @@ func TestSpotsMove_TargetDiesMidMove(t *testing.T) {
 		tr := armMvTrap(t, id)
 		moved := make(chan error, 1)
 		moveAt := time.Now()
-		go func() { moved <- spot.Move(context.Background(), s.a, mvRaw, id, s.tgt) }()
+		mctx := ctxT(t, 20*time.Second)
+		go func() { moved <- spot.Move(mctx, s.a, mvRaw, id, s.tgt) }()
 		tr.waitHit(t, 10*time.Second) // T prepared; the Spot's last turn is saving
 		load := s.l.loop(t, s.cl, "load", mvRaw, id, 2*time.Second)
 		killAt := time.Now()
