@@ -41,6 +41,7 @@ type entry struct {
 	// entry waits; ended says the previous owner sent its last call.
 	handoff []*delivery
 	to      string
+	from    string // receiving: the previous owner
 	since   time.Time
 	ended   bool
 }

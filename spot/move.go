@@ -293,6 +293,12 @@ func (a *kindActor) moveDelivery(c actor.Context, e *entry, d *delivery) bool {
 	handoff := d.h.flags&flagHandoff != 0
 	switch e.state {
 	case moved:
+		if !a.rt.reachable(e.to) {
+			// The new owner is gone: the usual way (a claim waits out its
+			// lease) instead of forwarding into the void.
+			delete(a.table, d.h.id)
+			return false
+		}
 		// Forwarded (also a call forwarded here by an earlier owner), not
 		// redirected, for a while: a caller that learned the
 		// new owner now would send its next calls there directly, ahead of
@@ -331,12 +337,12 @@ func (a *kindActor) onMoveControl(c actor.Context, d *delivery) {
 		case e != nil && e.state == moved:
 			// It comes back: forget where it went.
 			delete(a.table, id)
-			a.table[id] = &entry{state: receiving, since: time.Now()}
+			a.table[id] = &entry{state: receiving, from: d.r.From, since: time.Now()}
 			rt.answer(d.r, &d.h, okReply(0, binary.AppendUvarint(nil, gen)))
 		case e != nil || a.ks.dir.get(id) != nil:
 			rt.answer(d.r, &d.h, errorReply(fmt.Errorf("%w: %s/%s is busy on %s", zerr.ErrBusy, a.ks.reg.name, id, rt.n.RID())))
 		default:
-			a.table[id] = &entry{state: receiving, since: time.Now()}
+			a.table[id] = &entry{state: receiving, from: d.r.From, since: time.Now()}
 			rt.answer(d.r, &d.h, okReply(0, binary.AppendUvarint(nil, gen)))
 		}
 		return
@@ -414,7 +420,8 @@ func (a *kindActor) unhold(c actor.Context, e *entry, id string) {
 func (a *kindActor) expireMoves(c actor.Context, now time.Time) {
 	limit := a.rt.moveWait()
 	for id, e := range a.table {
-		if d := now.Sub(e.since); d < limit && (e.state != moved || d < forwardFor) {
+		sourceGone := (e.state == receiving || e.state == adopted) && e.from != "" && !a.rt.reachable(e.from)
+		if d := now.Sub(e.since); d < limit && (e.state != moved || d < forwardFor) && !sourceGone {
 			continue
 		}
 		switch e.state {

@@ -134,7 +134,7 @@ func (a *spotActor) save() error {
 	default:
 		rt.stats.saveErrors.Add(1)
 		rt.log.Warn().Err(err).Str("kind", reg.name).Str("id", a.act.id).Msg("spots: state not saved; retried with the next change")
-		return err
+		return fmt.Errorf("%w: %s/%s: saving the state: %w", zerr.ErrBusy, reg.name, a.act.id, err)
 	}
 }
 

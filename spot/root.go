@@ -124,14 +124,19 @@ func (a *leaseActor) Receive(c actor.Context) {
 			a.begin(c, rt.n.Generation())
 		}
 	case *tick:
-		if rt.stopping.Load() || a.inflight {
+		if rt.stopping.Load() {
 			return
 		}
 		a.probe(c, msg.at)
 		gen, _ := rt.lease.holder(msg.at)
 		if rt.lease.expired(gen, msg.at) {
+			// Even while a renewal hangs: the deadline decides, not the store.
 			rt.log.Warn().Uint64("generation", gen).Msg("spots: ownership lease deadline passed; fencing every Spot and starting a new generation")
+			a.inflight = false // the old generation's answer will be ignored
 			a.newGeneration(c, gen)
+			return
+		}
+		if a.inflight {
 			return
 		}
 		a.write(c, gen, false)
@@ -143,6 +148,9 @@ func (a *leaseActor) Receive(c actor.Context) {
 			a.fenceInc(msg.s)
 		}
 	case *leaseDone:
+		if gen, _ := rt.lease.holder(time.Now()); msg.gen != gen {
+			return // a generation already given up: its answer changes nothing
+		}
 		a.inflight = false
 		switch {
 		case msg.err == nil:

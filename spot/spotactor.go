@@ -129,6 +129,11 @@ func runTurn(rt *runtime, ks *kindState, act *activation, state any, d *delivery
 	reg := ks.reg
 	now := time.Now()
 	act.touch(now)
+	if !d.r.OneWay && !now.Before(d.r.Deadline) {
+		// The caller has its ErrTimeout already: do not run it late.
+		rt.answer(d.r, &d.h, errorReply(fmt.Errorf("%w: the call waited past its deadline; not run", zerr.ErrTimeout)))
+		return
+	}
 	if !rt.valid(act, now) {
 		rt.answer(d.r, &d.h, retryReply("owner fenced"))
 		return
