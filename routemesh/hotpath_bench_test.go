@@ -1,0 +1,139 @@
+package routemesh
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/zlink-go/zlink/actors"
+	"github.com/zlink-go/zlink/wire"
+)
+
+// The hot path of a call, in one process over loopback: the shapes of
+// `zlink-node bench compare` (a Server on channel "echo", a client that
+// dialed it), so allocations per round trip can be read beside the
+// two-process numbers. Allocations are both nodes' together.
+
+// benchChannelPair is a server with a Server role on channel "echo" and a
+// client with a Client role that dialed it.
+func benchChannelPair(b *testing.B) (cli *Node) {
+	b.Helper()
+	start := func(rid string, setup func(*MeshBuilder)) *Node {
+		mb := NewMeshBuilder("bench").Listen("tcp://127.0.0.1:0").SetRoutingID(rid).
+			ConfigureRouterSocket(SocketConfig{SendHWM: 4096})
+		setup(mb)
+		cfg := mb.Config()
+		sys := actors.NewSystem(actors.Config{Name: "b-" + rid})
+		n, err := Start(context.Background(), cfg, Deps{System: sys})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() {
+			_ = n.Stop(context.Background())
+			_ = sys.Shutdown(context.Background())
+		})
+		return n
+	}
+	srv := start("srv", func(mb *MeshBuilder) {
+		mb.Channel("echo").Server().HandleRequest("echo", func(c *Context, p []byte) ([]byte, error) { return p, nil })
+	})
+	cli = start("cli", func(mb *MeshBuilder) {
+		mb.AddPeer(srv.Endpoint(), "srv")
+		mb.Channel("echo").Client()
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		if _, err := cli.Call(ctx, "echo", "echo", nil); err == nil {
+			break
+		} else if ctx.Err() != nil {
+			b.Fatal(err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return cli
+}
+
+// BenchmarkHotPath_CallFuture keeps 1000 CallFutures in flight from one
+// goroutine and waits for them in order (the compare bench's pipelined
+// client).
+func BenchmarkHotPath_CallFuture(b *testing.B) {
+	cli := benchChannelPair(b)
+	payload := make([]byte, 64)
+	const window = 1000
+	ring := make([]*Future, window)
+	ctx := context.Background()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if f := ring[i]; f != nil {
+			if _, err := f.Wait(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		ring[i] = cli.CallFuture("echo", "echo", payload, 30*time.Second)
+		i = (i + 1) % window
+	}
+	for _, f := range ring {
+		if f != nil {
+			if _, err := f.Wait(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkHotPath_CallLockstep is one Call at a time under one context
+// deadline (no timer per call), as the compare bench's lockstep client.
+func BenchmarkHotPath_CallLockstep(b *testing.B) {
+	cli := benchChannelPair(b)
+	payload := make([]byte, 64)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := cli.Call(ctx, "echo", "echo", payload); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkHotPath_CallTable registers and completes calls without a
+// network: the correlation table (and its deadline bookkeeping) alone.
+func BenchmarkHotPath_CallTable(b *testing.B) {
+	t := newCallTable()
+	const window = 1000
+	var ring [window]*pending
+	var corr uint64
+	end := func(c uint64) {
+		i := c % window
+		if !t.complete(c, result{}) {
+			b.Fatal("not pending")
+		}
+		<-ring[i].done
+		t.release(ring[i])
+		ring[i] = nil
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		corr++
+		if corr > window {
+			end(corr - window)
+		}
+		ring[corr%window] = t.add(corr, "pipe", "rid")
+	}
+	for c := max(corr, window) - window + 1; c <= corr; c++ {
+		end(c)
+	}
+}
+
+// BenchmarkHotPath_EnvelopeSize is the size estimate every envelope pays
+// several times (admission, the writer's batch bound, the owner budget).
+func BenchmarkHotPath_EnvelopeSize(b *testing.B) {
+	e := wire.Envelope{Kind: wire.KindRequest, Corr: 1 << 40, Channel: "echo", Packet: "echo", TimeoutMs: 30000, Payload: make([]byte, 64)}
+	n := 0
+	for b.Loop() {
+		n += e.Size()
+	}
+	_ = n
+}
