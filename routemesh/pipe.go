@@ -213,12 +213,17 @@ func (w *writer) run() {
 				}
 				break fill
 			}
-			if it.frame != nil || size+it.env.Size() > w.maxBatch {
+			if it.frame != nil {
+				carry, has = it, true
+				break fill
+			}
+			es := it.env.Size()
+			if size+es > w.maxBatch {
 				carry, has = it, true
 				break fill
 			}
 			batch = append(batch, it.env)
-			size += it.env.Size()
+			size += es
 		}
 		var err error
 		buf, err = wire.AppendFrame(buf[:0], &wire.Frame{Type: wire.FrameBatch, Batch: batch})

@@ -78,11 +78,17 @@ func (e *Envelope) Size() int {
 	// headers 5 each, timeout 5, code 3, headroom/servers headers 5 each,
 	// generation 9, revision 9, draining 1, seq 9.
 	n := 72 + len(e.Channel) + len(e.Packet) + len(e.Payload)
-	for k := range e.Headroom {
-		n += 10 + len(k)
+	// Most envelopes (requests, replies) carry neither map: skip starting
+	// a map iteration for them.
+	if len(e.Headroom) > 0 {
+		for k := range e.Headroom {
+			n += 10 + len(k)
+		}
 	}
-	for k := range e.Servers {
-		n += 8 + len(k)
+	if len(e.Servers) > 0 {
+		for k := range e.Servers {
+			n += 8 + len(k)
+		}
 	}
 	return n
 }
