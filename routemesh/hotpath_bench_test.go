@@ -2,6 +2,7 @@ package routemesh
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -136,4 +137,112 @@ func BenchmarkHotPath_EnvelopeSize(b *testing.B) {
 		n += e.Size()
 	}
 	_ = n
+}
+
+// BenchmarkHotPath_CallTableTimed is CallTable with every call carrying its
+// own deadline (the asynchronous calls' case): the deadline heap's cost.
+func BenchmarkHotPath_CallTableTimed(b *testing.B) {
+	t := newCallTable()
+	const window = 1000
+	var ring [window]*pending
+	var corr uint64
+	end := func(c uint64) {
+		i := c % window
+		if !t.complete(c, result{}) {
+			b.Fatal("not pending")
+		}
+		<-ring[i].done
+		t.release(ring[i])
+		ring[i] = nil
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		corr++
+		if corr > window {
+			end(corr - window)
+		}
+		ring[corr%window] = t.addTimed(corr, "pipe", "rid", t.now(), 30*time.Second)
+	}
+	for c := max(corr, window) - window + 1; c <= corr; c++ {
+		end(c)
+	}
+}
+
+// TestCallTable_DeadlinesEndEachCallOnce registers calls with mixed
+// deadlines, completes some early, and checks that every call ends exactly
+// once: the early ones with their result, the others with a timeout no
+// earlier than their deadline and not much later.
+func TestCallTable_DeadlinesEndEachCallOnce(t *testing.T) {
+	tab := newCallTable()
+	const calls = 3000
+	type rec struct {
+		p        *pending
+		deadline time.Time
+		early    bool
+	}
+	recs := make([]rec, calls)
+	for i := range recs {
+		timeout := time.Duration(20+(i*7919)%180) * time.Millisecond
+		now := tab.now()
+		recs[i] = rec{
+			p:        tab.addTimed(uint64(i+1), "pipe-"+string(rune('a'+i%3)), "rid", now, timeout),
+			deadline: tab.epoch.Add(time.Duration(now) + timeout),
+			early:    i%3 == 0,
+		}
+	}
+	for i := range recs {
+		if recs[i].early && !tab.complete(uint64(i+1), result{payload: []byte("ok")}) {
+			t.Fatalf("call %d ended before its reply", i)
+		}
+	}
+	// A lost pipe ends its calls at once (ErrPeerLost here).
+	lost := tab.failPipe("pipe-b", wire.ErrPeerLost)
+	for i := range recs {
+		r := recs[i]
+		select {
+		case res := <-r.p.done:
+			now := time.Now()
+			switch {
+			case r.early:
+				if string(res.payload) != "ok" || res.err != nil {
+					t.Fatalf("call %d: early result %v", i, res.err)
+				}
+			case i%3 == 1:
+				if !errors.Is(res.err, wire.ErrPeerLost) {
+					t.Fatalf("call %d: %v, want ErrPeerLost", i, res.err)
+				}
+			default:
+				if !errors.Is(res.err, wire.ErrTimeout) || !res.expired {
+					t.Fatalf("call %d: %v, want ErrTimeout", i, res.err)
+				}
+				if now.Before(r.deadline) {
+					t.Fatalf("call %d timed out %v early", i, r.deadline.Sub(now))
+				}
+				if late := now.Sub(r.deadline); late > 500*time.Millisecond {
+					t.Fatalf("call %d timed out %v late", i, late)
+				}
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("call %d never ended", i)
+		}
+		select {
+		case <-r.p.done:
+			t.Fatalf("call %d ended twice", i)
+		default:
+		}
+	}
+	if lost != calls/3 {
+		t.Fatalf("failPipe ended %d calls, want %d", lost, calls/3)
+	}
+	if n := tab.pending.load(); n != 0 {
+		t.Fatalf("%d calls still counted pending", n)
+	}
+	for i := range tab.shards {
+		s := &tab.shards[i]
+		s.mu.Lock()
+		if len(s.byCorr) != 0 || len(s.heap) != 0 {
+			t.Fatalf("shard %d holds %d entries, %d in its heap", i, len(s.byCorr), len(s.heap))
+		}
+		s.mu.Unlock()
+	}
 }
