@@ -104,6 +104,22 @@ func (n *Node) reply(to *link, e wire.Envelope) {
 	_ = to.p.w.control(outItem{env: e})
 }
 
+// replyPayload is reply for a successful request's Reply envelope, with
+// small frames (see ownerActor.handle): the envelope is built where it is
+// queued.
+func (n *Node) replyPayload(to *link, corr uint64, payload []byte, headroom map[string]uint32) {
+	if to.p == nil || !to.p.w.controlReply(corr, payload, headroom, to.recvLimit) {
+		n.replySlow(to, corr, payload, headroom)
+	}
+}
+
+// replySlow is replyPayload's local or over-limit case.
+//
+//go:noinline
+func (n *Node) replySlow(to *link, corr uint64, payload []byte, headroom map[string]uint32) {
+	n.reply(to, wire.Envelope{Kind: wire.KindReply, Corr: corr, Payload: payload, Headroom: headroom})
+}
+
 // complete ends a pending call from a Reply or Error envelope.
 func (n *Node) complete(from string, e *wire.Envelope) {
 	r := result{from: from, headroom: e.Headroom}

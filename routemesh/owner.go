@@ -88,40 +88,65 @@ func (o *ownerActor) refuse(m *inbound, err error) {
 }
 
 // handle runs one admitted message's handler and answers it.
+//
+// It runs on a goroutine of its own, which starts with the smallest stack:
+// the path from here to the reply's queueing keeps its frames small (the
+// error answers are out of line), so a handler that itself needs little
+// stack never makes the goroutine grow and copy its stack.
 func (o *ownerActor) handle(m *inbound) {
-	e := &m.env
 	defer o.n.work.done()
-	hc := &m.hc
-	*hc = Context{Channel: o.channel, Packet: e.Packet, From: m.from.rid, RID: o.n.rid, node: o.n}
-	switch e.Kind {
+	switch m.env.Kind {
 	case wire.KindSend:
-		h := o.sends[e.Packet]
-		if h == nil {
-			o.n.cnt.protocolErrors.Add(1)
-			return
-		}
-		hc.Context = o.n.hctx
-		k := o.track.start(time.Now().Add(DefaultRequestTimeout))
-		o.runSend(h, hc, e.Payload)
-		o.track.end(k)
+		o.handleSend(m)
 	case wire.KindRequest:
-		h := o.requests[e.Packet]
-		if h == nil {
-			o.n.reply(m.from, wire.ErrorEnvelope(e.Corr, fmt.Errorf("%w: %q", wire.ErrUnknownPacket, e.Packet)))
-			return
-		}
-		m.dc.parent, m.dc.deadline = o.n.hctx, time.Now().Add(time.Duration(e.TimeoutMs)*time.Millisecond)
-		hc.Context = &m.dc
-		k := o.track.start(m.dc.deadline)
-		out, err := o.runRequest(h, hc, e.Payload)
-		o.track.end(k)
-		m.dc.release()
-		if err != nil {
-			o.n.reply(m.from, wire.ErrorEnvelope(e.Corr, handlerError(err)))
-			return
-		}
-		o.n.reply(m.from, wire.Envelope{Kind: wire.KindReply, Corr: e.Corr, Payload: out, Headroom: o.lowHeadroom()})
+		o.handleRequest(m)
 	}
+}
+
+func (o *ownerActor) initContext(m *inbound) *Context {
+	hc := &m.hc
+	hc.Channel, hc.Packet, hc.From, hc.RID, hc.node = o.channel, m.env.Packet, m.from.rid, o.n.rid, o.n
+	return hc
+}
+
+func (o *ownerActor) handleSend(m *inbound) {
+	h := o.sends[m.env.Packet]
+	if h == nil {
+		o.n.cnt.protocolErrors.Add(1)
+		return
+	}
+	hc := o.initContext(m)
+	hc.Context = o.n.hctx
+	k := o.track.start(time.Now().Add(DefaultRequestTimeout))
+	o.runSend(h, hc, m.env.Payload)
+	o.track.end(k)
+}
+
+func (o *ownerActor) handleRequest(m *inbound) {
+	h := o.requests[m.env.Packet]
+	if h == nil {
+		o.replyError(m, fmt.Errorf("%w: %q", wire.ErrUnknownPacket, m.env.Packet))
+		return
+	}
+	hc := o.initContext(m)
+	m.dc.parent, m.dc.deadline = o.n.hctx, time.Now().Add(time.Duration(m.env.TimeoutMs)*time.Millisecond)
+	hc.Context = &m.dc
+	k := o.track.start(m.dc.deadline)
+	out, err := o.runRequest(h, hc, m.env.Payload)
+	o.track.end(k)
+	m.dc.release()
+	if err != nil {
+		o.replyError(m, handlerError(err))
+		return
+	}
+	o.n.replyPayload(m.from, m.env.Corr, out, o.lowHeadroom())
+}
+
+// replyError answers m with an Error envelope (out of line: see handle).
+//
+//go:noinline
+func (o *ownerActor) replyError(m *inbound, err error) {
+	o.n.reply(m.from, wire.ErrorEnvelope(m.env.Corr, err))
 }
 
 // lowHeadroom reports this channel's headroom when it is low (under a

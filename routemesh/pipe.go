@@ -153,6 +153,29 @@ func (w *writer) control(it outItem) error {
 	}
 }
 
+// controlReply queues a Reply envelope as control does. It reports false,
+// queueing nothing, when the envelope is over limit (the caller then
+// answers with the error instead).
+func (w *writer) controlReply(corr uint64, payload []byte, headroom map[string]uint32, limit uint64) bool {
+	var it outItem
+	it.env.Kind, it.env.Corr, it.env.Payload, it.env.Headroom = wire.KindReply, corr, payload, headroom
+	if wire.CheckLimit(it.env.Size(), limit) != nil {
+		return false
+	}
+	// control, written out: one copy of the item on this frame.
+	select {
+	case <-w.quit:
+		return true
+	default:
+	}
+	select {
+	case w.ctl <- it:
+	default:
+		w.onError(errSlowPeer)
+	}
+	return true
+}
+
 func (w *writer) stop() { w.once.Do(func() { close(w.quit) }) }
 
 // run is the writer loop; it returns when stopped or when a send fails.
