@@ -42,17 +42,34 @@ func (o *ownerActor) Receive(c actor.Context) {
 		o.runDeferred(h, m)
 		return
 	}
+	// Take a running slot. The common cases (not stopping; a slot free)
+	// are decided by non-blocking channel operations, which need no lock.
+	done := o.n.hctx.Done()
+	select {
+	case <-done:
+		o.stopping(m)
+		return
+	default:
+	}
 	select {
 	case o.slots <- struct{}{}:
-	case <-o.n.hctx.Done():
-		// Stopping: answer instead of running.
-		o.refuse(m, o.n.load().refusal(o.n))
-		return
+	default:
+		select {
+		case o.slots <- struct{}{}:
+		case <-done:
+			o.stopping(m)
+			return
+		}
 	}
 	go func() {
 		defer func() { <-o.slots }()
 		o.handle(m)
 	}()
+}
+
+// stopping answers m instead of running it: the node is stopping.
+func (o *ownerActor) stopping(m *inbound) {
+	o.refuse(m, o.n.load().refusal(o.n))
 }
 
 // MessageFailed answers the message the owner panicked on (outside a
