@@ -194,6 +194,7 @@ func (w *writer) run() {
 		buf   []byte
 		carry outItem // an item that did not fit the previous batch
 		has   bool
+		turn  bool // which lane the batch fill tries first
 	)
 	for {
 		var first outItem
@@ -220,12 +221,34 @@ func (w *writer) run() {
 		yielded := false
 	fill:
 		for len(batch) < 4096 {
+			// One non-blocking receive per lane, the lanes in turn: unlike
+			// a select over both, an empty lane costs no lock.
 			var it outItem
-			select {
-			case it = <-w.ctl:
-			case e := <-w.data:
-				it.env = e
-			default:
+			got := false
+			if turn = !turn; turn {
+				select {
+				case it = <-w.ctl:
+					got = true
+				default:
+					select {
+					case it.env = <-w.data:
+						got = true
+					default:
+					}
+				}
+			} else {
+				select {
+				case it.env = <-w.data:
+					got = true
+				default:
+					select {
+					case it = <-w.ctl:
+						got = true
+					default:
+					}
+				}
+			}
+			if !got {
 				// Let callers that are about to submit run once before the
 				// batch is sealed: on a busy node this turns many small
 				// frames into one, at the cost of one scheduler pass.
