@@ -3,6 +3,7 @@ package routemesh
 import (
 	"context"
 	"errors"
+	"reflect"
 	"syscall"
 	"testing"
 	"time"
@@ -262,5 +263,49 @@ func TestCallTable_DeadlinesEndEachCallOnce(t *testing.T) {
 			t.Fatalf("shard %d holds %d entries, %d in its heap", i, len(s.byCorr), len(s.heap))
 		}
 		s.mu.Unlock()
+	}
+}
+
+// TestDecodeFrameInto_ReusedBatchMatchesDecodeFrame decodes frames of
+// different shapes into one reused batch array (a full-fielded batch, then
+// smaller and sparser ones) and checks each against DecodeFrame.
+func TestDecodeFrameInto_ReusedBatchMatchesDecodeFrame(t *testing.T) {
+	full := wire.Envelope{Kind: wire.KindHeartbeat, Corr: 7, Channel: "c", Packet: "p", TimeoutMs: 9, Code: 3,
+		Payload: []byte("x"), Generation: 4, Revision: 5, Servers: map[string]uint16{"s": 1},
+		Headroom: map[string]uint32{"c": 2}, Draining: true, Seq: 6}
+	frames := []*wire.Frame{
+		{Type: wire.FrameBatch, Batch: []wire.Envelope{full, full, full}},
+		{Type: wire.FrameBatch, Batch: []wire.Envelope{{Kind: wire.KindReply, Corr: 1}, {Kind: wire.KindRequest}}},
+		{Type: wire.FrameAuth, Auth: &wire.Auth{}},
+		{Type: wire.FrameBatch, Batch: []wire.Envelope{{Kind: wire.KindGoodbye}}},
+		{Type: wire.FrameBatch, Batch: []wire.Envelope{full, {Kind: wire.KindSend, Payload: []byte{}}, full, full, full}},
+	}
+	var f wire.Frame
+	var buf []wire.Envelope
+	for i, in := range frames {
+		raw, err := wire.AppendFrame(nil, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := wire.DecodeFrame(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := wire.DecodeFrameInto(&f, raw, buf); err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		if !reflect.DeepEqual(&f, want) {
+			t.Fatalf("frame %d: DecodeFrameInto = %+v, DecodeFrame = %+v", i, f, *want)
+		}
+		if cap(f.Batch) > cap(buf) {
+			buf = f.Batch[:0]
+		}
+		clear(f.Batch)
+	}
+	if _, err := wire.DecodeFrame([]byte{0x93, 0x01}); err == nil {
+		t.Fatal("short frame decoded")
+	}
+	if err := wire.DecodeFrameInto(&f, []byte{0x93, 0x01}, buf); err == nil {
+		t.Fatal("short frame decoded into")
 	}
 }

@@ -185,16 +185,23 @@ func (e *encoder) envelope(v *Envelope) {
 	e.uint(v.Seq)
 }
 
-// batch decodes the envelopes of a Batch frame. Channel and packet names
-// repeated from the previous envelope share one string.
-func (r *reader) batch() []Envelope {
+// batch decodes the envelopes of a Batch frame, into buf's array when it
+// has room. Channel and packet names repeated from the previous envelope
+// share one string.
+func (r *reader) batch(buf []Envelope) []Envelope {
 	// Each envelope is at least two bytes (a fixarray header and a kind).
 	n := r.arrayHeader()
 	n = r.count(uint64(n), 2)
 	if n == 0 {
 		return nil
 	}
-	out := make([]Envelope, n)
+	var out []Envelope
+	if cap(buf) >= n {
+		out = buf[:n]
+		clear(out)
+	} else {
+		out = make([]Envelope, n)
+	}
 	var lastChannel, lastPacket string
 	for i := 0; i < n && r.err == nil; i++ {
 		r.envelope(&out[i], &lastChannel, &lastPacket)
