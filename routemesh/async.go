@@ -188,6 +188,12 @@ func (a *asyncCall) end(r Reply) {
 		a.fut.complete(r)
 		return
 	}
+	a.post(r)
+}
+
+// post delivers r into the reserved slot (apart from end, so that only
+// this path moves the Reply to the heap).
+func (a *asyncCall) post(r Reply) {
 	r.Tag = a.tag
 	a.slot.Post(&r)
 }
