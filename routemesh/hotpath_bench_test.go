@@ -309,3 +309,72 @@ func TestDecodeFrameInto_ReusedBatchMatchesDecodeFrame(t *testing.T) {
 		t.Fatal("short frame decoded into")
 	}
 }
+
+// TestDeadlineCtx_States walks a handler context through its states: no
+// Done asked (released), Done after release, the deadline, the parent's
+// end, and release after Done.
+func TestDeadlineCtx_States(t *testing.T) {
+	closed := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	far := time.Now().Add(time.Hour)
+
+	c := &deadlineCtx{parent: context.Background(), deadline: far}
+	if c.Err() != nil {
+		t.Fatalf("fresh: Err = %v", c.Err())
+	}
+	c.release()
+	if !errors.Is(c.Err(), context.Canceled) {
+		t.Fatalf("released: Err = %v", c.Err())
+	}
+	if d := c.Done(); !closed(d) || c.Done() != d || !errors.Is(c.Err(), context.Canceled) {
+		t.Fatal("Done after release: not closed, not stable, or wrong Err")
+	}
+	c.release()
+
+	c = &deadlineCtx{parent: context.Background(), deadline: time.Now().Add(30 * time.Millisecond)}
+	select {
+	case <-c.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("deadline never ended Done")
+	}
+	if !errors.Is(c.Err(), context.DeadlineExceeded) {
+		t.Fatalf("after deadline: Err = %v", c.Err())
+	}
+	c.release()
+	if !errors.Is(c.Err(), context.DeadlineExceeded) {
+		t.Fatalf("release after deadline changed Err to %v", c.Err())
+	}
+
+	parent, cancel := context.WithCancel(context.Background())
+	c = &deadlineCtx{parent: parent, deadline: far}
+	d := c.Done()
+	if closed(d) {
+		t.Fatal("Done closed early")
+	}
+	cancel()
+	select {
+	case <-d:
+	case <-time.After(5 * time.Second):
+		t.Fatal("parent's end never ended Done")
+	}
+	if !errors.Is(c.Err(), context.Canceled) {
+		t.Fatalf("after parent: Err = %v", c.Err())
+	}
+	c.release()
+
+	c = &deadlineCtx{parent: context.Background(), deadline: far}
+	d = c.Done()
+	c.release()
+	if !closed(d) || !errors.Is(c.Err(), context.Canceled) {
+		t.Fatal("release after Done: not closed or wrong Err")
+	}
+	if c := (&deadlineCtx{parent: context.Background(), deadline: time.Now().Add(-time.Second)}); !errors.Is(c.Err(), context.DeadlineExceeded) {
+		t.Fatalf("past deadline: Err = %v", c.Err())
+	}
+}

@@ -220,25 +220,42 @@ func handlerError(err error) error {
 
 // deadlineCtx is a handler's context: the node's handler context plus the
 // caller's deadline. Unlike context.WithTimeout it starts no timer and
-// allocates nothing until a handler asks for Done(); most handlers never do.
+// allocates nothing until a handler asks for Done(); most handlers never
+// do. What Done needs lives in a dcDone made on demand, so the context
+// stays small inside the request's one allocation (inbound).
 type deadlineCtx struct {
 	parent   context.Context
 	deadline time.Time
 
-	mu         sync.Mutex
+	mu sync.Mutex
+	// x is nil until Done or release; dcReleased once released without a
+	// Done; else the Done state.
+	x *dcDone
+}
+
+// dcDone is a deadlineCtx's state once a handler asked for Done.
+type dcDone struct {
 	done       chan struct{}
 	err        error
 	stopTimer  func() bool
 	stopParent func() bool
 }
 
+// dcReleased marks a context released before anyone asked for Done.
+var dcReleased = &dcDone{}
+
 func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
 
 func (c *deadlineCtx) Value(key any) any { return c.parent.Value(key) }
 
 func (c *deadlineCtx) Err() error {
+	var err error
 	c.mu.Lock()
-	err := c.err
+	if x := c.x; x == dcReleased {
+		err = context.Canceled
+	} else if x != nil {
+		err = x.err
+	}
 	c.mu.Unlock()
 	if err != nil {
 		return err
@@ -255,40 +272,52 @@ func (c *deadlineCtx) Err() error {
 func (c *deadlineCtx) Done() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.done != nil {
-		return c.done
+	if c.x != nil && c.x != dcReleased {
+		return c.x.done
 	}
-	c.done = make(chan struct{})
-	if c.err != nil {
-		close(c.done)
-		return c.done
+	x := &dcDone{done: make(chan struct{})}
+	if c.x == dcReleased {
+		x.err = context.Canceled
+		close(x.done)
+		c.x = x
+		return x.done
 	}
+	c.x = x
 	t := time.AfterFunc(time.Until(c.deadline), func() { c.cancel(context.DeadlineExceeded) })
-	c.stopTimer = t.Stop
-	c.stopParent = context.AfterFunc(c.parent, func() { c.cancel(c.parent.Err()) })
-	return c.done
+	x.stopTimer = t.Stop
+	x.stopParent = context.AfterFunc(c.parent, func() { c.cancel(c.parent.Err()) })
+	return x.done
 }
 
+// cancel ends a context whose Done was asked for (first error wins).
 func (c *deadlineCtx) cancel(err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.err != nil {
-		return
-	}
-	c.err = err
-	if c.done != nil {
-		close(c.done)
+	if x := c.x; x != nil && x != dcReleased && x.err == nil {
+		x.err = err
+		close(x.done)
 	}
 }
 
 // release ends the context when the handler returned.
 func (c *deadlineCtx) release() {
-	c.cancel(context.Canceled)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.stopTimer != nil {
-		c.stopTimer()
-		c.stopParent()
+	x := c.x
+	if x == nil {
+		c.x = dcReleased
+		return
+	}
+	if x == dcReleased {
+		return
+	}
+	if x.err == nil {
+		x.err = context.Canceled
+		close(x.done)
+	}
+	if x.stopTimer != nil {
+		x.stopTimer()
+		x.stopParent()
 	}
 }
 
