@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"runtime"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -376,5 +378,176 @@ func TestDeadlineCtx_States(t *testing.T) {
 	}
 	if c := (&deadlineCtx{parent: context.Background(), deadline: time.Now().Add(-time.Second)}); !errors.Is(c.Err(), context.DeadlineExceeded) {
 		t.Fatalf("past deadline: Err = %v", c.Err())
+	}
+}
+
+// BenchmarkHotPath_Writer queues Request envelopes into a pipe writer whose
+// transport discards the frames: the queueing and batching cost per
+// envelope, with one submitting goroutine (a full lane is retried).
+func BenchmarkHotPath_Writer(b *testing.B) {
+	var frames, sent int
+	w := newWriter(4096, func(f []byte) error { frames++; sent += len(f); return nil }, func(error) {})
+	go w.run()
+	e := wire.Envelope{Kind: wire.KindRequest, Corr: 1 << 40, Channel: "echo", Packet: "echo", TimeoutMs: 30000, Payload: make([]byte, 64)}
+	b.ReportAllocs()
+	cpu0 := cpuTime()
+	for b.Loop() {
+		for w.submit(e) != nil {
+			runtime.Gosched()
+		}
+	}
+	w.stop()
+	<-w.done
+	reportCPU(b, cpu0)
+	b.ReportMetric(float64(b.N)/float64(max(frames, 1)), "envelopes/frame")
+}
+
+// TestWriter_LanesOrderLimitsAndStop checks the pipe writer's contract:
+// each lane keeps its order, a raw frame goes alone after the control
+// envelopes queued before it, a batch stays under maxBatch, the data lane
+// is bounded by its HWM (ErrBusy) and the control lane by HWM+256 (the
+// pipe is failed), and a stop flushes the control lane but not the data.
+func TestWriter_LanesOrderLimitsAndStop(t *testing.T) {
+	type sent struct {
+		frame []byte // a raw frame, or
+		envs  []wire.Envelope
+	}
+	var mu sync.Mutex
+	var out []sent
+	record := func(b []byte) error {
+		f, err := wire.DecodeFrame(b)
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil || f.Type != wire.FrameBatch {
+			out = append(out, sent{frame: append([]byte(nil), b...)})
+			return nil
+		}
+		out = append(out, sent{envs: f.Batch})
+		return nil
+	}
+
+	// Limits, with the loop not running.
+	var failed []error
+	w := newWriter(3, record, func(err error) { failed = append(failed, err) })
+	for i := range 3 {
+		if err := w.submit(wire.Envelope{Kind: wire.KindRequest, Corr: uint64(i + 1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.submit(wire.Envelope{Kind: wire.KindRequest}); !errors.Is(err, wire.ErrBusy) {
+		t.Fatalf("submit into a full data lane = %v, want ErrBusy", err)
+	}
+	for range 3 + 256 {
+		if err := w.control(outItem{env: wire.Envelope{Kind: wire.KindReply}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.control(outItem{env: wire.Envelope{Kind: wire.KindReply}}); !errors.Is(err, errSlowPeer) || len(failed) != 1 {
+		t.Fatalf("control into a full lane = %v (onError %v), want errSlowPeer once", err, failed)
+	}
+
+	// Order and frames, with the loop running.
+	w = newWriter(100000, record, func(err error) { t.Errorf("writer failed: %v", err) })
+	w.maxBatch = 4096
+	closed := make(chan struct{})
+	w.closer = func() { close(closed) }
+	payload := make([]byte, 100)
+	const n = 3000
+	go func() {
+		for i := range n {
+			if err := w.submit(wire.Envelope{Kind: wire.KindRequest, Corr: uint64(i + 1), Payload: payload}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	hello := []byte("raw-1")
+	for i := range n {
+		if i == n/2 {
+			if err := w.control(outItem{frame: hello}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.control(outItem{env: wire.Envelope{Kind: wire.KindReply, Corr: uint64(100000 + i), Payload: payload}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	go w.run()
+	waitUntil(t, "every envelope sent", 10*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		c := 0
+		for _, s := range out {
+			c += len(s.envs)
+		}
+		return c == 2*n
+	})
+	mu.Lock()
+	var nextReq, nextRep uint64 = 1, 100000
+	frameAt := -1
+	for _, s := range out {
+		if s.frame != nil {
+			if string(s.frame) != "raw-1" || frameAt >= 0 {
+				t.Fatalf("unexpected raw frame %q", s.frame)
+			}
+			frameAt = int(nextRep - 100000)
+			continue
+		}
+		size := 0
+		for _, e := range s.envs {
+			size += e.Size()
+			switch e.Kind {
+			case wire.KindRequest:
+				if e.Corr != nextReq {
+					t.Fatalf("request %d sent where %d was next", e.Corr, nextReq)
+				}
+				nextReq++
+			case wire.KindReply:
+				if e.Corr != nextRep {
+					t.Fatalf("reply %d sent where %d was next", e.Corr, nextRep)
+				}
+				nextRep++
+			}
+		}
+		if len(s.envs) > 1 && size > w.maxBatch {
+			t.Fatalf("a batch of %d bytes (limit %d)", size, w.maxBatch)
+		}
+	}
+	mu.Unlock()
+	if frameAt != n/2 {
+		t.Fatalf("the raw frame went after %d control envelopes, want %d", frameAt, n/2)
+	}
+
+	// Stop: queued control items still go, queued data does not.
+	mu.Lock()
+	out = nil
+	mu.Unlock()
+	w.mu.Lock() // hold the loop off while both lanes fill
+	w.data = append(w.data, wire.Envelope{Kind: wire.KindRequest, Corr: 7})
+	w.ctl = append(w.ctl, outItem{env: wire.Envelope{Kind: wire.KindGoodbye}}, outItem{frame: []byte("raw-2")})
+	w.mu.Unlock()
+	w.stop()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the writer did not end after stop")
+	}
+	if err := w.submit(wire.Envelope{Kind: wire.KindRequest}); !errors.Is(err, wire.ErrPeerLost) {
+		t.Fatalf("submit after stop = %v, want ErrPeerLost", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var goodbye, raw2 bool
+	for _, s := range out {
+		raw2 = raw2 || string(s.frame) == "raw-2"
+		for _, e := range s.envs {
+			goodbye = goodbye || e.Kind == wire.KindGoodbye
+			if e.Kind == wire.KindRequest {
+				t.Fatal("a data envelope was sent after stop")
+			}
+		}
+	}
+	if !goodbye || !raw2 {
+		t.Fatalf("after stop: goodbye sent %v, raw frame sent %v; want both", goodbye, raw2)
 	}
 }
