@@ -181,7 +181,12 @@ func (o *ownerActor) lowHeadroom() map[string]uint32 {
 	if st.MaxMessages <= 0 {
 		return nil
 	}
-	h := quotaHeadroom(ref)
+	// quotaHeadroom(ref), computed from this one reading of the stats.
+	free := st.MaxMessages - st.Depth
+	if st.MaxBytes > 0 && st.Bytes >= st.MaxBytes {
+		free = 0
+	}
+	h := uint32(max(free, 0))
 	if int64(h) >= st.MaxMessages/4 {
 		return nil
 	}
