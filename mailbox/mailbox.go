@@ -5,6 +5,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/asynkron/protoactor-go/actor"
 )
@@ -379,31 +380,67 @@ func (r *ring) pop() entry {
 		// Empty: give the buffer back, so an idle mailbox holds none (an
 		// actor system may hold a million idle actors). Every slot is
 		// cleared already.
-		if len(r.buf) == ringMin {
-			ringPool.Put((*[ringMin]entry)(r.buf))
-		}
+		putRing(r.buf)
 		r.buf, r.head = nil, 0
 	}
 	return v
 }
 
-// ringMin is the first size of a ring buffer; buffers of this size are
-// pooled.
-const ringMin = 16
+// ringMin is the first size of a ring buffer. Buffers of ringMin up to
+// ringMin<<ringClasses-1 entries are pooled by size, so a busy mailbox that
+// empties between bursts (and gives its buffer back) does not allocate its
+// way up again on the next burst; a pool holds them only until the
+// collector reclaims them.
+const (
+	ringMin     = 16
+	ringClasses = 13 // up to 64Ki entries (2 MiB)
+)
 
 var (
-	ringPool  = sync.Pool{New: func() any { return new([ringMin]entry) }}
+	ringPools [ringClasses]sync.Pool
 	batchPool = sync.Pool{New: func() any { return new([batchSize]entry) }}
 )
 
+// ringClass returns the pool index of a buffer of size entries, or -1.
+func ringClass(size int) int {
+	for c := 0; c < ringClasses; c++ {
+		if size == ringMin<<c {
+			return c
+		}
+	}
+	return -1
+}
+
+// getRing returns a cleared buffer of size entries (a power of two ≥ ringMin).
+func getRing(size int) []entry {
+	if c := ringClass(size); c >= 0 {
+		if p, ok := ringPools[c].Get().(*entry); ok {
+			return unsafe.Slice(p, size)
+		}
+	}
+	return make([]entry, size)
+}
+
+// putRing pools a buffer whose slots are all cleared. The pool holds the
+// pointer to its first entry (no allocation for a slice header); the
+// buffer's size is its class's.
+func putRing(buf []entry) {
+	if c := ringClass(len(buf)); c >= 0 {
+		ringPools[c].Put(unsafe.SliceData(buf))
+	}
+}
+
 func (r *ring) grow() {
 	if len(r.buf) == 0 {
-		r.buf, r.head = ringPool.Get().(*[ringMin]entry)[:], 0
+		r.buf, r.head = getRing(ringMin), 0
 		return
 	}
-	buf := make([]entry, len(r.buf)*2)
+	buf := getRing(len(r.buf) * 2)
 	for i := 0; i < r.n; i++ {
-		buf[i] = r.buf[(r.head+i)&(len(r.buf)-1)]
+		j := (r.head + i) & (len(r.buf) - 1)
+		buf[i] = r.buf[j]
+		r.buf[j] = entry{}
 	}
+	putRing(r.buf)
 	r.buf, r.head = buf, 0
 }

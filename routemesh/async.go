@@ -3,6 +3,7 @@ package routemesh
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,10 +38,8 @@ func (n *Node) CallAsync(channel, packet string, payload []byte, timeout time.Du
 	if err != nil {
 		return err
 	}
-	n.callAsync(channel, "", packet, payload, timeout, func(r Reply) {
-		r.Tag = tag
-		slot.Post(&r)
-	})
+	a := &asyncCall{slot: slot, tag: tag}
+	n.callAsync(a, channel, "", packet, payload, timeout)
 	return nil
 }
 
@@ -50,29 +49,67 @@ func (n *Node) CallNodeAsync(rid, packet string, payload []byte, timeout time.Du
 	if err != nil {
 		return err
 	}
-	n.callAsync("", rid, packet, payload, timeout, func(r Reply) {
-		r.Tag = tag
-		slot.Post(&r)
-	})
+	a := &asyncCall{slot: slot, tag: tag}
+	n.callAsync(a, "", rid, packet, payload, timeout)
 	return nil
 }
 
 // Future is the pending result of a call started by a goroutine that does
 // not want to wait yet (to fan out several calls, say).
 type Future struct {
+	// set is 1 once r holds the result. The done channel is made only for
+	// a caller that asks for it (Done, or Wait before the result is
+	// there): a future waited for after its call ended allocates none.
+	set  atomic.Uint32
+	mu   sync.Mutex
 	done chan struct{}
 	r    Reply
 }
 
+// closedChan is the Done channel of every future that ended before anyone
+// asked for its channel.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// complete stores the result and wakes the waiters: exactly once.
+func (f *Future) complete(r Reply) {
+	f.mu.Lock()
+	f.r = r
+	f.set.Store(1)
+	if f.done != nil {
+		close(f.done)
+	}
+	f.mu.Unlock()
+}
+
 // Done is closed once the result is there.
-func (f *Future) Done() <-chan struct{} { return f.done }
+func (f *Future) Done() <-chan struct{} {
+	if f.set.Load() == 1 {
+		return closedChan
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.set.Load() == 1 {
+		return closedChan
+	}
+	if f.done == nil {
+		f.done = make(chan struct{})
+	}
+	return f.done
+}
 
 // Wait returns the call's result, or ctx's error (as ErrCancelled or
 // ErrTimeout) if ctx ends first; the call itself still ends on its own
 // deadline.
 func (f *Future) Wait(ctx context.Context) ([]byte, error) {
+	if f.set.Load() == 1 {
+		return f.r.Payload, f.r.Err
+	}
 	select {
-	case <-f.done:
+	case <-f.Done():
 		return f.r.Payload, f.r.Err
 	case <-ctx.Done():
 		return nil, ctxError(ctx.Err())
@@ -81,43 +118,92 @@ func (f *Future) Wait(ctx context.Context) ([]byte, error) {
 
 // From is the RID that served the call, once Done.
 func (f *Future) From() string {
-	select {
-	case <-f.done:
+	if f.set.Load() == 1 {
 		return f.r.From
-	default:
-		return ""
 	}
+	return ""
+}
+
+// futureCall is a Future with its call's state: one allocation per call.
+type futureCall struct {
+	Future
+	asyncCall
 }
 
 // CallFuture starts Call and returns at once; the Future ends within
 // timeout (0 = DefaultRequestTimeout).
 func (n *Node) CallFuture(channel, packet string, payload []byte, timeout time.Duration) *Future {
-	f := &Future{done: make(chan struct{})}
-	n.callAsync(channel, "", packet, payload, timeout, func(r Reply) { f.r = r; close(f.done) })
-	return f
+	fc := &futureCall{}
+	fc.fut = &fc.Future
+	n.callAsync(&fc.asyncCall, channel, "", packet, payload, timeout)
+	return &fc.Future
 }
 
 // CallNodeFuture starts CallNode and returns at once; see CallFuture.
 func (n *Node) CallNodeFuture(rid, packet string, payload []byte, timeout time.Duration) *Future {
-	f := &Future{done: make(chan struct{})}
-	n.callAsync("", rid, packet, payload, timeout, func(r Reply) { f.r = r; close(f.done) })
-	return f
+	fc := &futureCall{}
+	fc.fut = &fc.Future
+	n.callAsync(&fc.asyncCall, "", rid, packet, payload, timeout)
+	return &fc.Future
+}
+
+// asyncCall is the state of one call nobody waits for: its entry in the
+// call table and where its Reply goes (a Future, or a reserved mailbox
+// slot). It ends exactly once, on whichever goroutine ends the call (reply,
+// peer loss, shutdown, the table's deadline sweep, or the caller's for an
+// error at once); the entry is never reused.
+type asyncCall struct {
+	p       pending
+	n       *Node
+	l       *link
+	channel string
+	start   int64 // table clock at the start, for the latency histogram
+
+	fut  *Future            // the Reply goes here,
+	slot actors.Reservation // or, when fut is nil, into this slot
+	tag  any
+}
+
+// notify ends a registered call with its table result.
+func (a *asyncCall) notify(r result) {
+	l := a.l
+	if a.channel != "" && l.p != nil {
+		if r.headroom != nil {
+			l.setHeadroom(r.headroom)
+		} else if b := l.full[a.channel]; b != nil && b.Load() {
+			b.Store(false)
+		}
+	}
+	a.end(Reply{From: l.rid, Payload: r.payload, Err: r.err})
+}
+
+// end counts the result and delivers it. It must not block.
+func (a *asyncCall) end(r Reply) {
+	n := a.n
+	if a.channel != "" {
+		n.lat.observe(time.Duration(n.calls.now() - a.start))
+	}
+	n.cnt.result(r.Err)
+	if a.fut != nil {
+		a.fut.complete(r)
+		return
+	}
+	a.post(r)
+}
+
+// post delivers r into the reserved slot (apart from end, so that only
+// this path moves the Reply to the heap).
+func (a *asyncCall) post(r Reply) {
+	r.Tag = a.tag
+	a.slot.Post(&r)
 }
 
 // callAsync chooses the target (channel select-one, or rid), registers the
-// call and submits it; deliver runs exactly once, on whichever goroutine
-// ends the call (reply, peer loss, shutdown, the timeout's timer, or this
-// one for an error at once). deliver must not block.
-func (n *Node) callAsync(channel, rid, packet string, payload []byte, timeout time.Duration, deliver func(Reply)) {
+// call a and submits it; a ends exactly once (see asyncCall).
+func (n *Node) callAsync(a *asyncCall, channel, rid, packet string, payload []byte, timeout time.Duration) {
 	n.cnt.calls.Add(1)
-	start := time.Now()
-	end := func(r Reply) {
-		if channel != "" {
-			n.lat.observe(time.Since(start))
-		}
-		n.cnt.result(r.Err)
-		deliver(r)
-	}
+	a.n, a.channel = n, channel
+	a.start = n.calls.now()
 	var l *link
 	var err error
 	if channel != "" {
@@ -126,9 +212,10 @@ func (n *Node) callAsync(channel, rid, packet string, payload []byte, timeout ti
 		l, err = n.directTarget(rid)
 	}
 	if err != nil {
-		end(Reply{Err: err})
+		a.end(Reply{Err: err})
 		return
 	}
+	a.l = l
 	if timeout <= 0 {
 		timeout = DefaultRequestTimeout
 	}
@@ -136,29 +223,13 @@ func (n *Node) callAsync(channel, rid, packet string, payload []byte, timeout ti
 		TimeoutMs: uint32(min(timeout.Milliseconds()+1, int64(^uint32(0))))}
 	corr := n.corr.Add(1)
 	e.Corr = corr
-	pipeID := ""
+	p := &a.p
 	if l.p != nil {
-		pipeID = l.p.id
+		p.pipe = l.p.id
 	}
-	var timer atomic.Pointer[time.Timer]
-	n.calls.addNotify(corr, pipeID, l.rid, func(r result) {
-		if t := timer.Load(); t != nil {
-			t.Stop()
-		}
-		if channel != "" && l.p != nil {
-			if r.headroom != nil {
-				l.setHeadroom(r.headroom)
-			} else if b := l.full[channel]; b != nil && b.Load() {
-				b.Store(false)
-			}
-		}
-		end(Reply{From: l.rid, Payload: r.payload, Err: r.err})
-	})
-	timer.Store(time.AfterFunc(timeout, func() {
-		if p := n.calls.take(corr); p != nil {
-			p.finish(result{err: fmt.Errorf("%w: no reply from %s within %v", wire.ErrTimeout, l.rid, timeout)})
-		}
-	}))
+	p.rid, p.notify = l.rid, a
+	p.deadline, p.timeout = a.start+int64(timeout), timeout
+	n.calls.addNotify(corr, p)
 	if err := n.submit(l, e); err != nil {
 		if p := n.calls.take(corr); p != nil {
 			p.finish(result{err: err})

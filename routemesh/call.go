@@ -83,13 +83,19 @@ func (n *Node) call(ctx context.Context, l *link, e wire.Envelope) ([]byte, erro
 	if err := ctx.Err(); err != nil {
 		return nil, ctxError(err)
 	}
+	// A context with a deadline wakes us by itself; a call without one is
+	// ended by the call table at the default timeout (no timer per call).
+	var wait time.Duration
+	var now int64
 	deadline, hasDeadline := ctx.Deadline()
-	if !hasDeadline {
-		deadline = time.Now().Add(DefaultRequestTimeout)
-	}
-	wait := time.Until(deadline)
-	if wait <= 0 {
-		return nil, fmt.Errorf("%w: %w", wire.ErrTimeout, context.DeadlineExceeded)
+	if hasDeadline {
+		wait = time.Until(deadline)
+		if wait <= 0 {
+			return nil, fmt.Errorf("%w: %w", wire.ErrTimeout, context.DeadlineExceeded)
+		}
+	} else {
+		wait = DefaultRequestTimeout
+		now = n.calls.now()
 	}
 	e.TimeoutMs = uint32(min(wait.Milliseconds()+1, int64(^uint32(0))))
 	corr := n.corr.Add(1)
@@ -98,7 +104,12 @@ func (n *Node) call(ctx context.Context, l *link, e wire.Envelope) ([]byte, erro
 	if l.p != nil {
 		pipeID = l.p.id
 	}
-	p := n.calls.add(corr, pipeID, l.rid)
+	var p *pending
+	if hasDeadline {
+		p = n.calls.add(corr, pipeID, l.rid)
+	} else {
+		p = n.calls.addTimed(corr, pipeID, l.rid, now, wait)
+	}
 	if err := n.submit(l, e); err != nil {
 		if n.calls.take(corr) != nil {
 			n.calls.release(p)
@@ -121,14 +132,6 @@ func (n *Node) call(ctx context.Context, l *link, e wire.Envelope) ([]byte, erro
 			return nil, fmt.Errorf("%w: %s: connection closed", wire.ErrPeerLost, l.rid)
 		}
 	}
-	// A context with a deadline already wakes us; only a call without one
-	// needs a timer of its own (the default timeout).
-	var timeout <-chan time.Time
-	if !hasDeadline {
-		timer := time.NewTimer(wait)
-		defer timer.Stop()
-		timeout = timer.C
-	}
 	var r result
 	select {
 	case r = <-p.done:
@@ -138,14 +141,11 @@ func (n *Node) call(ctx context.Context, l *link, e wire.Envelope) ([]byte, erro
 			return nil, ctxError(ctx.Err())
 		}
 		r = <-p.done
-	case <-timeout:
-		if n.calls.take(corr) != nil {
-			n.calls.release(p)
-			return nil, fmt.Errorf("%w: no reply from %s within %v", wire.ErrTimeout, l.rid, wait)
-		}
-		r = <-p.done
 	}
 	n.calls.release(p)
+	if r.expired {
+		return nil, r.err
+	}
 	if e.Channel != "" && l.p != nil {
 		if r.headroom != nil {
 			l.setHeadroom(r.headroom)

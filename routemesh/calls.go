@@ -2,7 +2,11 @@ package routemesh
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"time"
+
+	"github.com/zlink-go/zlink/wire"
 )
 
 // result is the one terminal outcome of a call.
@@ -11,85 +15,126 @@ type result struct {
 	err      error
 	from     string            // RID that served it
 	headroom map[string]uint32 // what the server reported (replies)
+	expired  bool              // the table ended the call at its deadline
 }
+
+// notifier receives an asynchronous call's result instead of a waiting
+// goroutine; it runs on the completing goroutine and must not block.
+type notifier interface{ notify(result) }
 
 // pending is one request waiting for its terminal result.
 type pending struct {
-	done chan result // buffered 1: completion never blocks
+	done chan result // buffered 1: completion never blocks (blocking calls)
 	pipe string      // pipe the request went out on ("" = local)
 	rid  string
 	// notify, when set (an asynchronous call), receives the result instead
-	// of done; it runs on the completing goroutine and must not block.
-	notify func(result)
+	// of done.
+	notify notifier
+
+	// The call's own deadline, when the table ends it (asynchronous calls,
+	// and blocking calls whose context has none); guarded by the shard's
+	// mutex while the entry is in the table.
+	deadline int64         // table clock (nanoseconds since epoch); 0 = none
+	timeout  time.Duration // for the error text
+	hidx     int           // index in the shard's deadline heap; -1 = not in it
+	corr     uint64        // its key in the table (set by insert)
 }
 
 // finish hands r to whoever waits: exactly once, by whoever removed the
 // entry from the table.
 func (p *pending) finish(r result) {
 	if p.notify != nil {
-		p.notify(r)
+		p.notify.notify(r)
 		return
 	}
 	p.done <- r
+}
+
+// timeoutError is the result of a call the table ended at its deadline.
+func (p *pending) timeoutError() error {
+	return fmt.Errorf("%w: no reply from %s within %v", wire.ErrTimeout, p.rid, p.timeout)
 }
 
 // callTable correlates requests with replies and guarantees exactly one
 // terminal result per request: whoever removes the entry delivers. It is a
 // small leaf structure guarded by a mutex (sharded to keep contention low),
 // because every call would otherwise pay two actor hops.
+//
+// It also ends calls at their deadline: each shard keeps its entries with a
+// deadline in a min-heap and one timer armed at the earliest deadline, so a
+// call costs no timer of its own. The timer is not moved when the earliest
+// entry ends early: it fires, finds nothing due and re-arms for the new
+// earliest one (about once per timeout period when calls end in time).
 type callTable struct {
 	shards  [16]callShard
 	pending workCount // calls registered and not yet ended (Stop waits on it)
+	epoch   time.Time // the table clock's zero (monotonic)
 }
 
 type callShard struct {
 	mu     sync.Mutex
 	byCorr map[uint64]*pending
-	byPipe map[string]map[uint64]struct{}
+	heap   []*pending  // entries with a deadline, a min-heap on deadline
+	timer  *time.Timer // fires the sweep at armed; nil until first needed
+	armed  int64       // deadline the timer is set for; 0 = not armed
+	t      *callTable
 }
 
 func newCallTable() *callTable {
-	t := &callTable{}
+	t := &callTable{epoch: time.Now()}
 	t.pending.init()
 	for i := range t.shards {
 		t.shards[i].byCorr = map[uint64]*pending{}
-		t.shards[i].byPipe = map[string]map[uint64]struct{}{}
+		t.shards[i].t = t
 	}
 	return t
 }
 
-var pendingPool = sync.Pool{New: func() any { return &pending{done: make(chan result, 1)} }}
+// now reads the table clock: monotonic nanoseconds since the table's epoch
+// (never 0 once a call can be registered: the epoch is in the past).
+func (t *callTable) now() int64 { return int64(time.Since(t.epoch)) + 1 }
+
+var pendingPool = sync.Pool{New: func() any { return &pending{done: make(chan result, 1), hidx: -1} }}
 
 func (t *callTable) shard(corr uint64) *callShard { return &t.shards[corr&15] }
 
-// add registers corr as pending on pipe.
+// add registers corr as pending on pipe for a blocking call; with a timeout
+// (> 0) the table ends it with ErrTimeout that long after now (a table clock
+// reading).
 func (t *callTable) add(corr uint64, pipe, rid string) *pending {
+	return t.addTimed(corr, pipe, rid, 0, 0)
+}
+
+func (t *callTable) addTimed(corr uint64, pipe, rid string, now int64, timeout time.Duration) *pending {
 	p := pendingPool.Get().(*pending)
 	p.pipe, p.rid = pipe, rid
+	if timeout > 0 {
+		p.deadline, p.timeout = now+int64(timeout), timeout
+	}
 	t.insert(corr, p)
 	return p
 }
 
-// addNotify registers an asynchronous call: its result goes to notify.
-// Such an entry is not pooled.
-func (t *callTable) addNotify(corr uint64, pipe, rid string, notify func(result)) *pending {
-	p := &pending{pipe: pipe, rid: rid, notify: notify}
+// addNotify registers an asynchronous call p (not pooled: it belongs to
+// the caller's call state): its result goes to p.notify, and the table
+// ends it with ErrTimeout at p.deadline.
+func (t *callTable) addNotify(corr uint64, p *pending) {
+	p.hidx = -1
 	t.insert(corr, p)
-	return p
 }
 
 func (t *callTable) insert(corr uint64, p *pending) {
-	pipe := p.pipe
 	t.pending.add()
+	p.corr = corr
 	s := t.shard(corr)
 	s.mu.Lock()
 	s.byCorr[corr] = p
-	set := s.byPipe[pipe]
-	if set == nil {
-		set = map[uint64]struct{}{}
-		s.byPipe[pipe] = set
+	if p.deadline != 0 {
+		s.push(p)
+		if s.armed == 0 || p.deadline < s.armed {
+			s.arm(p.deadline)
+		}
 	}
-	set[corr] = struct{}{}
 	s.mu.Unlock()
 }
 
@@ -100,11 +145,8 @@ func (t *callTable) take(corr uint64) *pending {
 	p := s.byCorr[corr]
 	if p != nil {
 		delete(s.byCorr, corr)
-		if set := s.byPipe[p.pipe]; set != nil {
-			delete(set, corr)
-			if len(set) == 0 {
-				delete(s.byPipe, p.pipe)
-			}
+		if p.hidx >= 0 {
+			s.remove(p.hidx)
 		}
 	}
 	s.mu.Unlock()
@@ -128,23 +170,29 @@ func (t *callTable) complete(corr uint64, r result) bool {
 // release returns an entry whose result has been consumed to the pool.
 func (t *callTable) release(p *pending) {
 	p.pipe, p.rid = "", ""
+	p.deadline, p.timeout, p.hidx = 0, 0, -1
 	pendingPool.Put(p)
 }
 
-// failPipe ends every call pending on pipe with err (ErrPeerLost).
+// failPipe ends every call pending on pipe with err (ErrPeerLost). It scans
+// the table: a pipe is lost rarely, and keeping a per-pipe index would cost
+// every call two more map updates.
 func (t *callTable) failPipe(pipe string, err error) int {
 	n := 0
+	var ps []*pending
 	for i := range t.shards {
 		s := &t.shards[i]
+		ps = ps[:0]
 		s.mu.Lock()
-		set := s.byPipe[pipe]
-		delete(s.byPipe, pipe)
-		var ps []*pending
-		for corr := range set {
-			if p := s.byCorr[corr]; p != nil {
-				delete(s.byCorr, corr)
-				ps = append(ps, p)
+		for corr, p := range s.byCorr {
+			if p.pipe != pipe {
+				continue
 			}
+			delete(s.byCorr, corr)
+			if p.hidx >= 0 {
+				s.remove(p.hidx)
+			}
+			ps = append(ps, p)
 		}
 		s.mu.Unlock()
 		for _, p := range ps {
@@ -165,9 +213,11 @@ func (t *callTable) failAll(err error) int {
 		ps := make([]*pending, 0, len(s.byCorr))
 		for corr, p := range s.byCorr {
 			delete(s.byCorr, corr)
+			p.hidx = -1
 			ps = append(ps, p)
 		}
-		clear(s.byPipe)
+		clear(s.heap)
+		s.heap = s.heap[:0]
 		s.mu.Unlock()
 		for _, p := range ps {
 			t.pending.done()
@@ -180,3 +230,105 @@ func (t *callTable) failAll(err error) int {
 
 // wait returns once no call is pending, or with ctx's error.
 func (t *callTable) wait(ctx context.Context) error { return t.pending.wait(ctx) }
+
+// arm sets the shard's timer to fire at deadline (s.mu held).
+func (s *callShard) arm(deadline int64) {
+	s.armed = deadline
+	d := time.Duration(deadline - s.t.now())
+	if s.timer == nil {
+		s.timer = time.AfterFunc(d, s.sweep)
+		return
+	}
+	s.timer.Reset(d)
+}
+
+// sweep ends every call of the shard whose deadline has passed with
+// ErrTimeout and re-arms the timer for the earliest one left.
+func (s *callShard) sweep() {
+	var due []*pending
+	s.mu.Lock()
+	now := s.t.now()
+	for len(s.heap) > 0 && s.heap[0].deadline <= now {
+		p := s.heap[0]
+		s.remove(0)
+		due = append(due, p)
+	}
+	for _, p := range due {
+		delete(s.byCorr, p.corr)
+	}
+	s.armed = 0
+	if len(s.heap) > 0 {
+		s.arm(s.heap[0].deadline)
+	}
+	s.mu.Unlock()
+	for _, p := range due {
+		s.t.pending.done()
+		p.finish(result{err: p.timeoutError(), from: p.rid, expired: true})
+	}
+}
+
+// The deadline heap (s.mu held). Each entry knows its index (hidx) so that
+// an entry that ends early leaves the heap at once.
+
+func (s *callShard) push(p *pending) {
+	p.hidx = len(s.heap)
+	s.heap = append(s.heap, p)
+	s.up(p.hidx)
+}
+
+func (s *callShard) remove(i int) {
+	h := s.heap
+	last := len(h) - 1
+	p := h[i]
+	if i != last {
+		h[i] = h[last]
+		h[i].hidx = i
+	}
+	h[last] = nil
+	s.heap = h[:last]
+	if i != last {
+		if !s.down(i) {
+			s.up(i)
+		}
+	}
+	p.hidx = -1
+	if cap(s.heap) > 1024 && len(s.heap) < cap(s.heap)/4 {
+		s.heap = append([]*pending(nil), s.heap...) // give a burst's memory back
+	}
+}
+
+func (s *callShard) up(i int) {
+	h := s.heap
+	for i > 0 {
+		parent := (i - 1) / 2
+		if h[parent].deadline <= h[i].deadline {
+			break
+		}
+		h[parent], h[i] = h[i], h[parent]
+		h[parent].hidx, h[i].hidx = parent, i
+		i = parent
+	}
+}
+
+// down sifts i down; it reports whether i moved.
+func (s *callShard) down(i int) bool {
+	h := s.heap
+	start := i
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			break
+		}
+		m := l
+		if r := l + 1; r < len(h) && h[r].deadline < h[l].deadline {
+			m = r
+		}
+		if h[i].deadline <= h[m].deadline {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		h[i].hidx, h[m].hidx = i, m
+		i = m
+	}
+	return i > start
+}

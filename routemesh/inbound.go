@@ -3,6 +3,7 @@ package routemesh
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/zlink-go/zlink/actors"
@@ -104,6 +105,22 @@ func (n *Node) reply(to *link, e wire.Envelope) {
 	_ = to.p.w.control(outItem{env: e})
 }
 
+// replyPayload is reply for a successful request's Reply envelope, with
+// small frames (see ownerActor.handle): the envelope is built where it is
+// queued.
+func (n *Node) replyPayload(to *link, corr uint64, payload []byte, headroom map[string]uint32) {
+	if to.p == nil || !to.p.w.controlReply(corr, payload, headroom, to.recvLimit) {
+		n.replySlow(to, corr, payload, headroom)
+	}
+}
+
+// replySlow is replyPayload's local or over-limit case.
+//
+//go:noinline
+func (n *Node) replySlow(to *link, corr uint64, payload []byte, headroom map[string]uint32) {
+	n.reply(to, wire.Envelope{Kind: wire.KindReply, Corr: corr, Payload: payload, Headroom: headroom})
+}
+
 // complete ends a pending call from a Reply or Error envelope.
 func (n *Node) complete(from string, e *wire.Envelope) {
 	r := result{from: from, headroom: e.Headroom}
@@ -170,19 +187,31 @@ func (n *Node) readConn(p *pipe) {
 // dispatched here; anything else goes to the mesh actor in order.
 func (n *Node) onFrame(p *pipe, raw []byte) {
 	p.lastRead.Store(time.Now().UnixNano())
-	f, err := wire.DecodeFrame(raw)
-	if err != nil {
+	// The frame and its batch are decoded into pooled memory: a ready
+	// pipe's batch is done with once dispatched (every envelope is copied
+	// or read there), and goes back to the pool. A frame handed to the mesh
+	// actor keeps its memory (it is not returned).
+	fb := frameBufs.Get().(*frameBuf)
+	f := &fb.f
+	if err := wire.DecodeFrameInto(f, raw, fb.batch); err != nil {
+		// Not pooled again: the failed decode may have left references
+		// anywhere in the batch array.
 		n.cnt.protocolErrors.Add(1)
 		_ = n.mesh().Tell(&pipeFailed{p: p, err: err})
 		return
+	}
+	if cap(f.Batch) > cap(fb.batch) {
+		fb.batch = f.Batch[:0]
 	}
 	switch p.getState() {
 	case pipeReady:
 		if f.Type == wire.FrameBatch {
 			n.dispatch(p, f.Batch)
+			fb.put()
 			return
 		}
 	case pipeClosed:
+		fb.put()
 		n.cnt.lateFrames.Add(1)
 		return
 	}
@@ -203,6 +232,29 @@ func (n *Node) onFrame(p *pipe, raw []byte) {
 		case <-n.ctx.Done():
 		}
 	}
+}
+
+// frameBuf is a decoded frame's memory, pooled across frames and readers.
+type frameBuf struct {
+	f     wire.Frame
+	batch []wire.Envelope // array the batches are decoded into
+}
+
+var frameBufs = sync.Pool{New: func() any { return new(frameBuf) }}
+
+// maxPooledBatch bounds the batch array a pooled frameBuf keeps (envelopes).
+const maxPooledBatch = 4096
+
+// put returns fb to the pool, dropping every reference the last frame held
+// (payloads alias the frame's bytes). Only the envelopes the last batch
+// used can hold any: the array is zero beyond them.
+func (fb *frameBuf) put() {
+	clear(fb.f.Batch)
+	fb.f = wire.Frame{}
+	if cap(fb.batch) > maxPooledBatch {
+		fb.batch = nil
+	}
+	frameBufs.Put(fb)
 }
 
 // dispatch hands a ready pipe's envelopes to their owners.

@@ -42,17 +42,34 @@ func (o *ownerActor) Receive(c actor.Context) {
 		o.runDeferred(h, m)
 		return
 	}
+	// Take a running slot. The common cases (not stopping; a slot free)
+	// are decided by non-blocking channel operations, which need no lock.
+	done := o.n.hctx.Done()
+	select {
+	case <-done:
+		o.stopping(m)
+		return
+	default:
+	}
 	select {
 	case o.slots <- struct{}{}:
-	case <-o.n.hctx.Done():
-		// Stopping: answer instead of running.
-		o.refuse(m, o.n.load().refusal(o.n))
-		return
+	default:
+		select {
+		case o.slots <- struct{}{}:
+		case <-done:
+			o.stopping(m)
+			return
+		}
 	}
 	go func() {
 		defer func() { <-o.slots }()
 		o.handle(m)
 	}()
+}
+
+// stopping answers m instead of running it: the node is stopping.
+func (o *ownerActor) stopping(m *inbound) {
+	o.refuse(m, o.n.load().refusal(o.n))
 }
 
 // MessageFailed answers the message the owner panicked on (outside a
@@ -88,40 +105,65 @@ func (o *ownerActor) refuse(m *inbound, err error) {
 }
 
 // handle runs one admitted message's handler and answers it.
+//
+// It runs on a goroutine of its own, which starts with the smallest stack:
+// the path from here to the reply's queueing keeps its frames small (the
+// error answers are out of line), so a handler that itself needs little
+// stack never makes the goroutine grow and copy its stack.
 func (o *ownerActor) handle(m *inbound) {
-	e := &m.env
 	defer o.n.work.done()
-	hc := &m.hc
-	*hc = Context{Channel: o.channel, Packet: e.Packet, From: m.from.rid, RID: o.n.rid, node: o.n}
-	switch e.Kind {
+	switch m.env.Kind {
 	case wire.KindSend:
-		h := o.sends[e.Packet]
-		if h == nil {
-			o.n.cnt.protocolErrors.Add(1)
-			return
-		}
-		hc.Context = o.n.hctx
-		k := o.track.start(time.Now().Add(DefaultRequestTimeout))
-		o.runSend(h, hc, e.Payload)
-		o.track.end(k)
+		o.handleSend(m)
 	case wire.KindRequest:
-		h := o.requests[e.Packet]
-		if h == nil {
-			o.n.reply(m.from, wire.ErrorEnvelope(e.Corr, fmt.Errorf("%w: %q", wire.ErrUnknownPacket, e.Packet)))
-			return
-		}
-		m.dc.parent, m.dc.deadline = o.n.hctx, time.Now().Add(time.Duration(e.TimeoutMs)*time.Millisecond)
-		hc.Context = &m.dc
-		k := o.track.start(m.dc.deadline)
-		out, err := o.runRequest(h, hc, e.Payload)
-		o.track.end(k)
-		m.dc.release()
-		if err != nil {
-			o.n.reply(m.from, wire.ErrorEnvelope(e.Corr, handlerError(err)))
-			return
-		}
-		o.n.reply(m.from, wire.Envelope{Kind: wire.KindReply, Corr: e.Corr, Payload: out, Headroom: o.lowHeadroom()})
+		o.handleRequest(m)
 	}
+}
+
+func (o *ownerActor) initContext(m *inbound) *Context {
+	hc := &m.hc
+	hc.Channel, hc.Packet, hc.From, hc.RID, hc.node = o.channel, m.env.Packet, m.from.rid, o.n.rid, o.n
+	return hc
+}
+
+func (o *ownerActor) handleSend(m *inbound) {
+	h := o.sends[m.env.Packet]
+	if h == nil {
+		o.n.cnt.protocolErrors.Add(1)
+		return
+	}
+	hc := o.initContext(m)
+	hc.Context = o.n.hctx
+	k := o.track.start(time.Now().Add(DefaultRequestTimeout))
+	o.runSend(h, hc, m.env.Payload)
+	o.track.end(k)
+}
+
+func (o *ownerActor) handleRequest(m *inbound) {
+	h := o.requests[m.env.Packet]
+	if h == nil {
+		o.replyError(m, fmt.Errorf("%w: %q", wire.ErrUnknownPacket, m.env.Packet))
+		return
+	}
+	hc := o.initContext(m)
+	m.dc.parent, m.dc.deadline = o.n.hctx, time.Now().Add(time.Duration(m.env.TimeoutMs)*time.Millisecond)
+	hc.Context = &m.dc
+	k := o.track.start(m.dc.deadline)
+	out, err := o.runRequest(h, hc, m.env.Payload)
+	o.track.end(k)
+	m.dc.release()
+	if err != nil {
+		o.replyError(m, handlerError(err))
+		return
+	}
+	o.n.replyPayload(m.from, m.env.Corr, out, o.lowHeadroom())
+}
+
+// replyError answers m with an Error envelope (out of line: see handle).
+//
+//go:noinline
+func (o *ownerActor) replyError(m *inbound, err error) {
+	o.n.reply(m.from, wire.ErrorEnvelope(m.env.Corr, err))
 }
 
 // lowHeadroom reports this channel's headroom when it is low (under a
@@ -139,7 +181,12 @@ func (o *ownerActor) lowHeadroom() map[string]uint32 {
 	if st.MaxMessages <= 0 {
 		return nil
 	}
-	h := quotaHeadroom(ref)
+	// quotaHeadroom(ref), computed from this one reading of the stats.
+	free := st.MaxMessages - st.Depth
+	if st.MaxBytes > 0 && st.Bytes >= st.MaxBytes {
+		free = 0
+	}
+	h := uint32(max(free, 0))
 	if int64(h) >= st.MaxMessages/4 {
 		return nil
 	}
@@ -178,25 +225,42 @@ func handlerError(err error) error {
 
 // deadlineCtx is a handler's context: the node's handler context plus the
 // caller's deadline. Unlike context.WithTimeout it starts no timer and
-// allocates nothing until a handler asks for Done(); most handlers never do.
+// allocates nothing until a handler asks for Done(); most handlers never
+// do. What Done needs lives in a dcDone made on demand, so the context
+// stays small inside the request's one allocation (inbound).
 type deadlineCtx struct {
 	parent   context.Context
 	deadline time.Time
 
-	mu         sync.Mutex
+	mu sync.Mutex
+	// x is nil until Done or release; dcReleased once released without a
+	// Done; else the Done state.
+	x *dcDone
+}
+
+// dcDone is a deadlineCtx's state once a handler asked for Done.
+type dcDone struct {
 	done       chan struct{}
 	err        error
 	stopTimer  func() bool
 	stopParent func() bool
 }
 
+// dcReleased marks a context released before anyone asked for Done.
+var dcReleased = &dcDone{}
+
 func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
 
 func (c *deadlineCtx) Value(key any) any { return c.parent.Value(key) }
 
 func (c *deadlineCtx) Err() error {
+	var err error
 	c.mu.Lock()
-	err := c.err
+	if x := c.x; x == dcReleased {
+		err = context.Canceled
+	} else if x != nil {
+		err = x.err
+	}
 	c.mu.Unlock()
 	if err != nil {
 		return err
@@ -213,40 +277,52 @@ func (c *deadlineCtx) Err() error {
 func (c *deadlineCtx) Done() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.done != nil {
-		return c.done
+	if c.x != nil && c.x != dcReleased {
+		return c.x.done
 	}
-	c.done = make(chan struct{})
-	if c.err != nil {
-		close(c.done)
-		return c.done
+	x := &dcDone{done: make(chan struct{})}
+	if c.x == dcReleased {
+		x.err = context.Canceled
+		close(x.done)
+		c.x = x
+		return x.done
 	}
+	c.x = x
 	t := time.AfterFunc(time.Until(c.deadline), func() { c.cancel(context.DeadlineExceeded) })
-	c.stopTimer = t.Stop
-	c.stopParent = context.AfterFunc(c.parent, func() { c.cancel(c.parent.Err()) })
-	return c.done
+	x.stopTimer = t.Stop
+	x.stopParent = context.AfterFunc(c.parent, func() { c.cancel(c.parent.Err()) })
+	return x.done
 }
 
+// cancel ends a context whose Done was asked for (first error wins).
 func (c *deadlineCtx) cancel(err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.err != nil {
-		return
-	}
-	c.err = err
-	if c.done != nil {
-		close(c.done)
+	if x := c.x; x != nil && x != dcReleased && x.err == nil {
+		x.err = err
+		close(x.done)
 	}
 }
 
 // release ends the context when the handler returned.
 func (c *deadlineCtx) release() {
-	c.cancel(context.Canceled)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.stopTimer != nil {
-		c.stopTimer()
-		c.stopParent()
+	x := c.x
+	if x == nil {
+		c.x = dcReleased
+		return
+	}
+	if x == dcReleased {
+		return
+	}
+	if x.err == nil {
+		x.err = context.Canceled
+		close(x.done)
+	}
+	if x.stopTimer != nil {
+		x.stopTimer()
+		x.stopParent()
 	}
 }
 

@@ -93,14 +93,26 @@ func (p *pipe) close() {
 // frames (bounded too: overflowing it means the peer cannot keep up, and the
 // pipe is closed). The loop drains both lanes into one Batch frame per write,
 // with no artificial delay.
+//
+// The lanes are slices under one mutex, not channels: a caller appends
+// (one uncontended lock), and the loop takes everything queued at once by
+// swapping the slices with the ones it has sent — one lock per batch
+// instead of a channel receive, contending with the callers, per envelope.
+// The lanes hold no memory before the first envelope, and a loop that goes
+// idle gives up slices grown large by a burst.
 type writer struct {
-	data    chan wire.Envelope
-	ctl     chan outItem
-	quit    chan struct{}
-	done    chan struct{}
-	once    sync.Once
-	send    func(frame []byte) error
-	onError func(error)
+	mu   sync.Mutex
+	data []wire.Envelope // queued requests and sends (at most hwm)
+	ctl  []outItem       // queued control items (at most ctlMax), in order
+	idle bool            // the loop waits on wake; the next caller wakes it
+
+	hwm, ctlMax int
+	wake        chan struct{} // buffered 1
+	quit        chan struct{}
+	done        chan struct{}
+	once        sync.Once
+	send        func(frame []byte) error
+	onError     func(error)
 	// maxBatch bounds a batch's encoded bytes (the peer's receive limit, at
 	// most 1 MiB) so one batch never exceeds what the peer accepts.
 	maxBatch int
@@ -111,8 +123,9 @@ type writer struct {
 
 func newWriter(hwm int, send func([]byte) error, onError func(error)) *writer {
 	return &writer{
-		data:     make(chan wire.Envelope, hwm),
-		ctl:      make(chan outItem, hwm+256),
+		hwm:      hwm,
+		ctlMax:   hwm + 256,
+		wake:     make(chan struct{}, 1),
 		quit:     make(chan struct{}),
 		done:     make(chan struct{}),
 		send:     send,
@@ -121,39 +134,89 @@ func newWriter(hwm int, send func([]byte) error, onError func(error)) *writer {
 	}
 }
 
-// submit queues a request or send; ErrBusy when the data lane is full.
-func (w *writer) submit(e wire.Envelope) error {
+// stopped reports whether stop was called (a non-blocking receive: no lock).
+func (w *writer) stopped() bool {
 	select {
 	case <-w.quit:
-		return wire.ErrPeerLost
+		return true
+	default:
+		return false
+	}
+}
+
+// signal wakes the loop after a caller queued into an idle writer.
+func (w *writer) signal() {
+	select {
+	case w.wake <- struct{}{}:
 	default:
 	}
-	select {
-	case w.data <- e:
-		return nil
-	default:
+}
+
+// submit queues a request or send; ErrBusy when the data lane is full.
+func (w *writer) submit(e wire.Envelope) error {
+	if w.stopped() {
+		return wire.ErrPeerLost
+	}
+	w.mu.Lock()
+	if len(w.data) >= w.hwm {
+		w.mu.Unlock()
 		return errSendQueueFull
 	}
+	w.data = append(w.data, e)
+	wake := w.idle
+	w.idle = false
+	w.mu.Unlock()
+	if wake {
+		w.signal()
+	}
+	return nil
 }
 
 // control queues a reply, error, heartbeat or handshake frame. A full
 // control lane closes the pipe (errSlowPeer).
 func (w *writer) control(it outItem) error {
-	select {
-	case <-w.quit:
+	if w.stopped() {
 		return wire.ErrPeerLost
-	default:
 	}
-	select {
-	case w.ctl <- it:
-		return nil
-	default:
+	return w.queueControl(&it)
+}
+
+func (w *writer) queueControl(it *outItem) error {
+	w.mu.Lock()
+	if len(w.ctl) >= w.ctlMax {
+		w.mu.Unlock()
 		w.onError(errSlowPeer)
 		return errSlowPeer
 	}
+	w.ctl = append(w.ctl, *it)
+	wake := w.idle
+	w.idle = false
+	w.mu.Unlock()
+	if wake {
+		w.signal()
+	}
+	return nil
+}
+
+// controlReply queues a Reply envelope as control does. It reports false,
+// queueing nothing, when the envelope is over limit (the caller then
+// answers with the error instead).
+func (w *writer) controlReply(corr uint64, payload []byte, headroom map[string]uint32, limit uint64) bool {
+	var it outItem
+	it.env.Kind, it.env.Corr, it.env.Payload, it.env.Headroom = wire.KindReply, corr, payload, headroom
+	if wire.CheckLimit(it.env.Size(), limit) != nil {
+		return false
+	}
+	if !w.stopped() {
+		_ = w.queueControl(&it)
+	}
+	return true
 }
 
 func (w *writer) stop() { w.once.Do(func() { close(w.quit) }) }
+
+// maxKeptLane is the largest lane slice (in items) an idle writer keeps.
+const maxKeptLane = 1024
 
 // run is the writer loop; it returns when stopped or when a send fails.
 // When stopped it first flushes what the control lane holds (a Reject or a
@@ -169,40 +232,104 @@ func (w *writer) run() {
 	var (
 		batch = make([]wire.Envelope, 0, 256)
 		buf   []byte
-		carry outItem // an item that did not fit the previous batch
-		has   bool
+		// The items taken from the lanes and not yet sent: ctl[ci:] and
+		// data[di:]. Sent items are cleared (no payload stays referenced).
+		data   []wire.Envelope
+		ctl    []outItem
+		di, ci int
 	)
-	for {
-		var first outItem
-		if has {
-			first, has = carry, false
-		} else {
-			select {
-			case <-w.quit:
-				w.flushControl()
-				return
-			case first = <-w.ctl:
-			case e := <-w.data:
-				first.env = e
+	// take swaps the drained slices for the queued ones; it reports
+	// whether anything was taken. With idle set, an empty take marks the
+	// loop idle (it then waits on wake).
+	take := func(idle bool) bool {
+		if di < len(data) || ci < len(ctl) {
+			return true
+		}
+		data, ctl = data[:0], ctl[:0]
+		w.mu.Lock()
+		data, w.data = w.data, data
+		ctl, w.ctl = w.ctl, ctl
+		got := len(data) > 0 || len(ctl) > 0
+		if !got && idle {
+			w.idle = true
+			// Going idle: give up what a burst grew (the queues are empty).
+			if cap(w.data) > maxKeptLane {
+				w.data = nil
+			}
+			if cap(w.ctl) > maxKeptLane {
+				w.ctl = nil
 			}
 		}
-		if first.frame != nil {
-			if !w.write(first.frame) {
+		w.mu.Unlock()
+		di, ci = 0, 0
+		if !got && idle {
+			if cap(data) > maxKeptLane {
+				data = nil
+			}
+			if cap(ctl) > maxKeptLane {
+				ctl = nil
+			}
+			if cap(batch) > 4*maxKeptLane {
+				batch = make([]wire.Envelope, 0, 256)
+			}
+		}
+		return got
+	}
+	for {
+		if w.stopped() {
+			w.flushControl(ctl[ci:])
+			return
+		}
+		if !take(true) {
+			select {
+			case <-w.quit:
+			case <-w.wake:
+			}
+			continue
+		}
+		// A raw frame first in line goes alone, in its lane's order.
+		if ci < len(ctl) && ctl[ci].frame != nil {
+			f := ctl[ci].frame
+			ctl[ci] = outItem{}
+			ci++
+			if !w.write(f) {
 				return
 			}
 			continue
 		}
-		batch = append(batch[:0], first.env)
-		size := first.env.Size()
+		batch = batch[:0]
+		size := 0
 		yielded := false
 	fill:
 		for len(batch) < 4096 {
-			var it outItem
-			select {
-			case it = <-w.ctl:
-			case e := <-w.data:
-				it.env = e
+			switch {
+			case ci < len(ctl):
+				it := &ctl[ci]
+				if it.frame != nil {
+					break fill // the batch goes before the frame
+				}
+				es := it.env.Size()
+				if len(batch) > 0 && size+es > w.maxBatch {
+					break fill
+				}
+				batch = append(batch, it.env)
+				size += es
+				*it = outItem{}
+				ci++
+			case di < len(data):
+				e := &data[di]
+				es := e.Size()
+				if len(batch) > 0 && size+es > w.maxBatch {
+					break fill
+				}
+				batch = append(batch, *e)
+				size += es
+				*e = wire.Envelope{}
+				di++
 			default:
+				if take(false) {
+					continue
+				}
 				// Let callers that are about to submit run once before the
 				// batch is sealed: on a busy node this turns many small
 				// frames into one, at the cost of one scheduler pass.
@@ -213,12 +340,9 @@ func (w *writer) run() {
 				}
 				break fill
 			}
-			if it.frame != nil || size+it.env.Size() > w.maxBatch {
-				carry, has = it, true
-				break fill
-			}
-			batch = append(batch, it.env)
-			size += it.env.Size()
+		}
+		if len(batch) == 0 {
+			continue
 		}
 		var err error
 		buf, err = wire.AppendFrame(buf[:0], &wire.Frame{Type: wire.FrameBatch, Batch: batch})
@@ -239,22 +363,25 @@ func (w *writer) run() {
 	}
 }
 
-// flushControl sends, best effort, what the control lane still holds.
-func (w *writer) flushControl() {
+// flushControl sends, best effort, what the control lane still holds:
+// held (taken but not sent), then what is queued; at most 64 items.
+func (w *writer) flushControl(held []outItem) {
+	w.mu.Lock()
+	items := append(held[:len(held):len(held)], w.ctl...)
+	w.ctl = nil
+	w.mu.Unlock()
+	if len(items) > 64 {
+		items = items[:64]
+	}
 	var batch []wire.Envelope
-	for i := 0; i < 64; i++ {
-		select {
-		case it := <-w.ctl:
-			if it.frame != nil {
-				if !w.write(it.frame) {
-					return
-				}
-				continue
+	for _, it := range items {
+		if it.frame != nil {
+			if !w.write(it.frame) {
+				return
 			}
-			batch = append(batch, it.env)
-		default:
-			i = 64
+			continue
 		}
+		batch = append(batch, it.env)
 	}
 	if len(batch) > 0 {
 		if b, err := wire.AppendFrame(nil, &wire.Frame{Type: wire.FrameBatch, Batch: batch}); err == nil {

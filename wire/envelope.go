@@ -78,6 +78,19 @@ func (e *Envelope) Size() int {
 	// headers 5 each, timeout 5, code 3, headroom/servers headers 5 each,
 	// generation 9, revision 9, draining 1, seq 9.
 	n := 72 + len(e.Channel) + len(e.Packet) + len(e.Payload)
+	// Most envelopes (requests, replies) carry neither map: no map
+	// iteration for them, and Size stays small enough to inline.
+	if len(e.Headroom) > 0 || len(e.Servers) > 0 {
+		n += e.mapsSize()
+	}
+	return n
+}
+
+// mapsSize is Size's part for the Headroom and Servers entries.
+//
+//go:noinline
+func (e *Envelope) mapsSize() int {
+	n := 0
 	for k := range e.Headroom {
 		n += 10 + len(k)
 	}
@@ -172,16 +185,23 @@ func (e *encoder) envelope(v *Envelope) {
 	e.uint(v.Seq)
 }
 
-// batch decodes the envelopes of a Batch frame. Channel and packet names
-// repeated from the previous envelope share one string.
-func (r *reader) batch() []Envelope {
+// batch decodes the envelopes of a Batch frame, into buf's array when it
+// has room. Channel and packet names repeated from the previous envelope
+// share one string.
+func (r *reader) batch(buf []Envelope) []Envelope {
 	// Each envelope is at least two bytes (a fixarray header and a kind).
 	n := r.arrayHeader()
 	n = r.count(uint64(n), 2)
 	if n == 0 {
 		return nil
 	}
-	out := make([]Envelope, n)
+	var out []Envelope
+	if cap(buf) >= n {
+		out = buf[:n]
+		clear(out)
+	} else {
+		out = make([]Envelope, n)
+	}
 	var lastChannel, lastPacket string
 	for i := 0; i < n && r.err == nil; i++ {
 		r.envelope(&out[i], &lastChannel, &lastPacket)

@@ -357,6 +357,25 @@ func (e *encoder) headroom(m map[string]uint32) {
 // envelopes are in use (a ZMQ message buffer is never reused, so the
 // transport can hand it over as is).
 func DecodeFrame(b []byte) (*Frame, error) {
+	f := &Frame{}
+	if err := decodeFrame(f, b, nil); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// DecodeFrameInto is DecodeFrame for a reader that is done with one frame
+// before it decodes the next: it decodes into *f (overwriting all of it)
+// and decodes a Batch into batch's memory when it has room for every
+// envelope (f.Batch then shares batch's array; otherwise a new one is
+// made). It fails exactly when DecodeFrame fails, with the same error;
+// *f is then unspecified. Envelope payloads alias b, as with DecodeFrame.
+func DecodeFrameInto(f *Frame, b []byte, batch []Envelope) error {
+	*f = Frame{}
+	return decodeFrame(f, b, batch)
+}
+
+func decodeFrame(f *Frame, b []byte, batch []Envelope) error {
 	r := reader{b: b}
 	n := r.arrayHeader()
 	if r.err == nil && n < 2 {
@@ -364,20 +383,20 @@ func DecodeFrame(b []byte) (*Frame, error) {
 	}
 	version := r.uint(math.MaxUint16)
 	if r.err != nil {
-		return nil, r.err
+		return r.err
 	}
 	if uint16(version) != ProtocolVersion {
-		return nil, &VersionError{Version: uint16(version)}
+		return &VersionError{Version: uint16(version)}
 	}
 	if n != frameFields {
 		r.fail("frame: wrong field count")
-		return nil, r.err
+		return r.err
 	}
 	t := FrameType(r.uint(math.MaxUint8))
 	if r.err != nil {
-		return nil, r.err
+		return r.err
 	}
-	f := &Frame{Type: t}
+	f.Type = t
 	switch t {
 	case FrameHello:
 		r.fields(helloFields)
@@ -409,17 +428,14 @@ func DecodeFrame(b []byte) (*Frame, error) {
 		rj.Detail = r.string()
 		f.Reject = rj
 	case FrameBatch:
-		f.Batch = r.batch()
+		f.Batch = r.batch(batch)
 	default:
-		return nil, &VersionError{Version: ProtocolVersion, Type: t}
+		return &VersionError{Version: ProtocolVersion, Type: t}
 	}
 	if r.err == nil && r.off != len(b) {
 		r.fail("frame: trailing bytes")
 	}
-	if r.err != nil {
-		return nil, r.err
-	}
-	return f, nil
+	return r.err
 }
 
 // fields reads an array header that must have exactly n elements.
