@@ -218,6 +218,10 @@ func (t *callTable) failAll(err error) int {
 		}
 		clear(s.heap)
 		s.heap = s.heap[:0]
+		if s.timer != nil {
+			s.timer.Stop() // nothing left to sweep
+			s.armed = 0
+		}
 		s.mu.Unlock()
 		for _, p := range ps {
 			t.pending.done()
