@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zlink-go/zlink/internal/cdptest"
 	"github.com/zlink-go/zlink/location/locationtest"
 )
 
@@ -20,14 +21,14 @@ const uiPageWidth = 1360
 
 // uiWaitPage polls a boolean JavaScript expression until it is true,
 // failing after d with the page's text and a screenshot.
-func uiWaitPage(t *testing.T, p *cdpPage, what string, d time.Duration, expr string) {
+func uiWaitPage(t *testing.T, p *cdptest.Page, what string, d time.Duration, expr string) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	var lastErr error
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		var ok bool
-		lastErr = p.eval(ctx, "!!("+expr+")", &ok)
+		lastErr = p.Eval(ctx, "!!("+expr+")", &ok)
 		cancel()
 		if lastErr == nil && ok {
 			return
@@ -40,8 +41,8 @@ func uiWaitPage(t *testing.T, p *cdpPage, what string, d time.Duration, expr str
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var text string
-	_ = p.eval(ctx, "document.body.innerText", &text)
-	if png, err := p.screenshot(ctx, uiPageWidth); err == nil {
+	_ = p.Eval(ctx, "document.body.innerText", &text)
+	if png, err := p.Screenshot(ctx, uiPageWidth); err == nil {
 		path := filepath.Join(t.ArtifactDir(), "ui-failed.png")
 		if os.WriteFile(path, png, 0o644) == nil {
 			t.Logf("screenshot of the page: %s", path)
@@ -54,7 +55,7 @@ func uiWaitPage(t *testing.T, p *cdpPage, what string, d time.Duration, expr str
 func uiJS(s string) string { return fmt.Sprintf("%q", s) }
 
 func TestUI_BrowserShowsWeightChangeAndNodeKill(t *testing.T) {
-	browser := startChromium(t) // first: without a browser the test fails at once, saying how to get one
+	browser := cdptest.Start(t) // first: without a browser the test fails at once, saying how to get one
 	redis := locationtest.StartRedis(t)
 	loc := redis.URL()
 	common := []string{"--mesh", "game", "--location", loc}
@@ -78,7 +79,7 @@ func TestUI_BrowserShowsWeightChangeAndNodeKill(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	page, err := browser.openPage(ctx, "http://"+a.admin+"/ui", uiPageWidth, 900) // /ui redirects to /ui/
+	page, err := browser.OpenPage(ctx, "http://"+a.admin+"/ui", uiPageWidth, 900) // /ui redirects to /ui/
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func TestUI_BrowserShowsWeightChangeAndNodeKill(t *testing.T) {
 			`document.querySelector('#tree li[data-path="/host/mesh:game/spots/counter"] .folded')?.textContent === '3 Spots (folded)'`)
 	// A marker that a reload would wipe, and the current event number.
 	var seq0 int
-	if err := page.eval(ctx, `(window.__zlinkNoReload = true, Number(document.body.dataset.seq))`, &seq0); err != nil {
+	if err := page.Eval(ctx, `(window.__zlinkNoReload = true, Number(document.body.dataset.seq))`, &seq0); err != nil {
 		t.Fatal(err)
 	}
 
@@ -114,14 +115,14 @@ func TestUI_BrowserShowsWeightChangeAndNodeKill(t *testing.T) {
 		NoReload bool `json:"noReload"`
 		Seq      int  `json:"seq"`
 	}
-	if err := page.eval(ctx, `({noReload: window.__zlinkNoReload === true, seq: Number(document.body.dataset.seq)})`, &after); err != nil {
+	if err := page.Eval(ctx, `({noReload: window.__zlinkNoReload === true, seq: Number(document.body.dataset.seq)})`, &after); err != nil {
 		t.Fatal(err)
 	}
 	if !after.NoReload || after.Seq <= seq0 {
 		t.Fatalf("page updates: %+v (event #%d before), want the same page with later events", after, seq0)
 	}
 
-	png, err := page.screenshot(ctx, uiPageWidth)
+	png, err := page.Screenshot(ctx, uiPageWidth)
 	if err != nil {
 		t.Fatal(err)
 	}

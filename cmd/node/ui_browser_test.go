@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	zlink "github.com/zlink-go/zlink"
+	"github.com/zlink-go/zlink/internal/cdptest"
 )
 
 // The page of a node that calls a channel renders the channel's Servers
@@ -18,7 +19,7 @@ import (
 // node calls two Servers, and the DOM shows them.
 func TestUI_BrowserRendersChannelServers(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t, healthLeaks...) }) // runs last
-	findChromium(t)                                            // first: without a browser the test fails at once, saying how to get one
+	cdptest.FindChromium(t)                                    // first: without a browser the test fails at once, saying how to get one
 	b := uiHost(t, echoServer("b"))
 	c := uiHost(t, echoServer("c"))
 	bn, cn := b.Mesh("default"), c.Mesh("default")
@@ -38,7 +39,7 @@ func TestUI_BrowserRendersChannelServers(t *testing.T) {
 	app.started(a)
 	srv := httptest.NewServer(app.handler())
 	t.Cleanup(srv.Close)
-	browser := startChromium(t) // closed before srv: its event stream ends first
+	browser := cdptest.Start(t) // closed before srv: its event stream ends first
 
 	// Traffic for as long as the browser looks (errors while the peers
 	// connect are expected: the page shows them too).
@@ -74,7 +75,7 @@ func TestUI_BrowserRendersChannelServers(t *testing.T) {
 		<-time.After(20 * time.Millisecond) // poll interval of a condition wait
 	}
 
-	page, err := browser.openPage(ctx, srv.URL+"/ui/", 1360, 900)
+	page, err := browser.OpenPage(ctx, srv.URL+"/ui/", 1360, 900)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,13 +94,13 @@ func TestUI_BrowserRendersChannelServers(t *testing.T) {
 	for _, c := range checks {
 		for {
 			var ok bool
-			err := page.eval(ctx, "!!("+c.expr+")", &ok)
+			err := page.Eval(ctx, "!!("+c.expr+")", &ok)
 			if err == nil && ok {
 				break
 			}
 			if time.Now().After(deadline) {
 				var text string
-				_ = page.eval(ctx, "document.body.innerText", &text)
+				_ = page.Eval(ctx, "document.body.innerText", &text)
 				t.Fatalf("the page does not show %s (%v); page text:\n%s", c.what, err, text)
 			}
 			<-time.After(50 * time.Millisecond) // poll interval of a condition wait

@@ -1,12 +1,14 @@
-package test
-
-// A small Chrome DevTools Protocol client for the dashboard's browser test:
-// it runs headless Chromium with --remote-debugging-pipe (JSON messages
-// ended by NUL on file descriptors 3 and 4) and speaks just what the test
-// needs: open a page, evaluate JavaScript, take a screenshot.
+// Package cdptest is a small Chrome DevTools Protocol client for the
+// dashboard's browser tests (cmd/node and test/ share it): it runs headless
+// Chromium with --remote-debugging-pipe (JSON messages ended by NUL on file
+// descriptors 3 and 4) and speaks just what the tests need: open a page,
+// evaluate JavaScript, take a screenshot. Test support only; it owns
+// nothing of the runtime.
+package cdptest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -25,9 +27,9 @@ import (
 // does not name one. scripts/ensure-deps.sh installs the first.
 var chromiumNames = []string{"chromium-headless-shell", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable"}
 
-// findChromium returns the browser to run, failing the test with what to
+// FindChromium returns the browser to run, failing the test with what to
 // do when there is none: the browser test never skips silently.
-func findChromium(t *testing.T) string {
+func FindChromium(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("ZLINK_CHROMIUM"); p != "" {
 		if _, err := exec.LookPath(p); err != nil {
@@ -46,12 +48,30 @@ func findChromium(t *testing.T) string {
 	return ""
 }
 
-// cdpBrowser is a running headless Chromium.
-type cdpBrowser struct {
+// cdpBuffer is a goroutine-safe stderr buffer.
+type cdpBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *cdpBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *cdpBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// Browser is a running headless Chromium.
+type Browser struct {
 	t        *testing.T
 	cmd      *exec.Cmd
 	toChrome *os.File
-	stderr   *cliBuffer
+	stderr   *cdpBuffer
 	profile  string
 
 	mu      sync.Mutex
@@ -73,10 +93,10 @@ type cdpMessage struct {
 	} `json:"error,omitempty"`
 }
 
-// startChromium runs the browser; cleanup closes it and removes its profile.
-func startChromium(t *testing.T) *cdpBrowser {
+// Start runs the browser; cleanup closes it and removes its profile.
+func Start(t *testing.T) *Browser {
 	t.Helper()
-	bin := findChromium(t)
+	bin := FindChromium(t)
 	profile, err := os.MkdirTemp("", "zlink-ui-chromium-")
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +119,7 @@ func startChromium(t *testing.T) *cdpBrowser {
 	if os.Geteuid() == 0 {
 		args = append([]string{"--no-sandbox"}, args...) // Chromium refuses to run as root with its sandbox
 	}
-	b := &cdpBrowser{t: t, toChrome: cmdW, stderr: &cliBuffer{}, profile: profile,
+	b := &Browser{t: t, toChrome: cmdW, stderr: &cdpBuffer{}, profile: profile,
 		pending: map[int]chan cdpMessage{}, closed: make(chan struct{})}
 	b.cmd = exec.Command(bin, args...)
 	b.cmd.ExtraFiles = []*os.File{cmdR, evW}
@@ -112,11 +132,11 @@ func startChromium(t *testing.T) *cdpBrowser {
 	cmdR.Close()
 	evW.Close()
 	go b.read(evR)
-	t.Cleanup(b.close)
+	t.Cleanup(b.Close)
 	return b
 }
 
-func (b *cdpBrowser) read(r *os.File) {
+func (b *Browser) read(r *os.File) {
 	defer close(b.closed)
 	defer r.Close()
 	br := bufio.NewReaderSize(r, 1<<20)
@@ -147,7 +167,7 @@ func (b *cdpBrowser) read(r *os.File) {
 
 // call sends one command (to session, "" = the browser) and decodes its
 // result into out (may be nil).
-func (b *cdpBrowser) call(ctx context.Context, session, method string, params, out any) error {
+func (b *Browser) call(ctx context.Context, session, method string, params, out any) error {
 	b.mu.Lock()
 	b.nextID++
 	id := b.nextID
@@ -180,7 +200,7 @@ func (b *cdpBrowser) call(ctx context.Context, session, method string, params, o
 	}
 }
 
-func (b *cdpBrowser) close() {
+func (b *Browser) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = b.call(ctx, "", "Browser.close", nil, nil)
@@ -196,14 +216,14 @@ func (b *cdpBrowser) close() {
 	_ = os.RemoveAll(b.profile) // best effort: a helper may still be exiting
 }
 
-// cdpPage is one tab attached in flat session mode.
-type cdpPage struct {
-	b       *cdpBrowser
+// Page is one tab attached in flat session mode.
+type Page struct {
+	b       *Browser
 	session string
 }
 
 // openPage opens a tab of the given size on url.
-func (b *cdpBrowser) openPage(ctx context.Context, url string, width, height int) (*cdpPage, error) {
+func (b *Browser) OpenPage(ctx context.Context, url string, width, height int) (*Page, error) {
 	var target struct {
 		TargetID string `json:"targetId"`
 	}
@@ -216,8 +236,8 @@ func (b *cdpBrowser) openPage(ctx context.Context, url string, width, height int
 	if err := b.call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true}, &att); err != nil {
 		return nil, err
 	}
-	p := &cdpPage{b: b, session: att.SessionID}
-	if err := p.resize(ctx, width, height); err != nil {
+	p := &Page{b: b, session: att.SessionID}
+	if err := p.Resize(ctx, width, height); err != nil {
 		return nil, err
 	}
 	var nav struct {
@@ -232,14 +252,14 @@ func (b *cdpBrowser) openPage(ctx context.Context, url string, width, height int
 	return p, nil
 }
 
-func (p *cdpPage) resize(ctx context.Context, width, height int) error {
+func (p *Page) Resize(ctx context.Context, width, height int) error {
 	return p.b.call(ctx, p.session, "Emulation.setDeviceMetricsOverride",
 		map[string]any{"width": width, "height": height, "deviceScaleFactor": 1, "mobile": false}, nil)
 }
 
 // eval evaluates a JavaScript expression in the page and decodes its
 // (JSON-serializable) value into out.
-func (p *cdpPage) eval(ctx context.Context, expr string, out any) error {
+func (p *Page) Eval(ctx context.Context, expr string, out any) error {
 	var res struct {
 		Result struct {
 			Value json.RawMessage `json:"value"`
@@ -265,12 +285,12 @@ func (p *cdpPage) eval(ctx context.Context, expr string, out any) error {
 
 // screenshot captures the whole page as PNG: the viewport is grown to the
 // document's height first.
-func (p *cdpPage) screenshot(ctx context.Context, width int) ([]byte, error) {
+func (p *Page) Screenshot(ctx context.Context, width int) ([]byte, error) {
 	var h int
-	if err := p.eval(ctx, "Math.ceil(document.documentElement.scrollHeight)", &h); err != nil {
+	if err := p.Eval(ctx, "Math.ceil(document.documentElement.scrollHeight)", &h); err != nil {
 		return nil, err
 	}
-	if err := p.resize(ctx, width, h); err != nil {
+	if err := p.Resize(ctx, width, h); err != nil {
 		return nil, err
 	}
 	var shot struct {
