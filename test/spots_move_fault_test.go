@@ -379,15 +379,10 @@ func mvStoreCut(t *testing.T, busy bool) {
 		last.owner, last.epoch, last.value, lag.Round(time.Millisecond), len(l.snapshot()), errs)
 }
 
-// mvHeal ends a Partition of a store link the way a real partition ends
-// for the connections that lived through it: they are gone. The proxy
-// drops the bytes of a black-holed link inside a live TCP stream, which
-// no network does (TCP delivers them late or the connection breaks); a
-// pipelining Redis client whose commands were dropped would otherwise
-// read later replies as the answers to the lost commands ("parse error:
-// redis message type int64 is not a array"). So: close every connection
-// (those opened during the partition too), pass bytes again, and close
-// any opened in between.
+// mvHeal ends a Partition of a store link as a partition that broke the
+// connections living through it: they are gone (the held bytes with
+// them), not resumed. So: close every connection (those opened during the
+// partition too), pass bytes again, and close any opened in between.
 func mvHeal(p *fault.Proxy) {
 	p.Reset()
 	p.Heal()

@@ -13,7 +13,15 @@ type Mode uint8
 const (
 	// Pass forwards bytes.
 	Pass Mode = 1 + iota
-	// Drop reads and discards bytes (the connection stays open).
+	// Hold stops reading and forwarding: bytes wait (in the proxy and in
+	// the kernel's buffers, so a sender that keeps writing blocks) and are
+	// delivered, in order, when the direction passes again — what TCP's
+	// retransmission does across a partition that heals. A connection
+	// closed or Reset meanwhile loses them, as a broken connection would.
+	Hold
+	// Drop reads and discards bytes (the connection stays open). No
+	// network does this inside a live TCP stream: the receiver then
+	// misparses what follows. Only for tests that want exactly that.
 	Drop
 )
 
@@ -24,13 +32,31 @@ type Proxy struct {
 	ln     net.Listener
 	target string
 
-	mu    sync.Mutex
-	up    Mode // client → target
-	down  Mode // target → client
-	delay time.Duration
-	conns map[net.Conn]struct{}
-	done  bool
-	wg    sync.WaitGroup
+	mu       sync.Mutex
+	up       Mode // client → target
+	down     Mode // target → client
+	delay    time.Duration
+	rate     int           // bytes per second per direction; 0: unlimited
+	changed  chan struct{} // closed (and replaced) on every change of mode
+	pairs    map[*pair]struct{}
+	accepted int
+	done     bool
+	wg       sync.WaitGroup
+}
+
+// pair is one proxied connection: the accepted side and the dialled one.
+type pair struct {
+	a, b   net.Conn
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (c *pair) close() {
+	c.once.Do(func() {
+		_ = c.a.Close()
+		_ = c.b.Close()
+		close(c.closed)
+	})
 }
 
 // New starts a proxy on a free loopback port in front of target
@@ -40,7 +66,8 @@ func New(target string) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{ln: ln, target: strings.TrimPrefix(target, "tcp://"), up: Pass, down: Pass, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{ln: ln, target: strings.TrimPrefix(target, "tcp://"), up: Pass, down: Pass,
+		changed: make(chan struct{}), pairs: map[*pair]struct{}{}}
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
@@ -49,18 +76,31 @@ func New(target string) (*Proxy, error) {
 // Endpoint is where to dial the target through the proxy.
 func (p *Proxy) Endpoint() string { return "tcp://" + p.ln.Addr().String() }
 
-// Partition black-holes both directions.
-func (p *Proxy) Partition() { p.set(Drop, Drop) }
+// Addr is Endpoint without the scheme (host:port).
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
-// CutUp black-holes only client → target (the target stops hearing the
+// Partition holds both directions until Heal.
+func (p *Proxy) Partition() { p.Set(Hold, Hold) }
+
+// CutUp holds only client → target (the target stops hearing the
 // client; the client still hears the target).
-func (p *Proxy) CutUp() { p.set(Drop, Pass) }
+func (p *Proxy) CutUp() { p.Set(Hold, Pass) }
 
-// CutDown black-holes only target → client.
-func (p *Proxy) CutDown() { p.set(Pass, Drop) }
+// CutDown holds only target → client.
+func (p *Proxy) CutDown() { p.Set(Pass, Hold) }
 
-// Heal passes both directions again.
-func (p *Proxy) Heal() { p.set(Pass, Pass) }
+// Heal passes both directions again; held bytes are delivered.
+func (p *Proxy) Heal() { p.Set(Pass, Pass) }
+
+// Set gives each direction its mode: up is client → target, down is
+// target → client.
+func (p *Proxy) Set(up, down Mode) {
+	p.mu.Lock()
+	p.up, p.down = up, down
+	close(p.changed)
+	p.changed = make(chan struct{})
+	p.mu.Unlock()
+}
 
 // Delay holds every chunk of bytes for d before forwarding it (0: none).
 func (p *Proxy) Delay(d time.Duration) {
@@ -69,28 +109,73 @@ func (p *Proxy) Delay(d time.Duration) {
 	p.mu.Unlock()
 }
 
-// Reset closes every open connection (both sides see it end).
+// Throttle limits each direction of each connection to bytesPerSecond
+// (0: unlimited).
+func (p *Proxy) Throttle(bytesPerSecond int) {
+	p.mu.Lock()
+	p.rate = max(bytesPerSecond, 0)
+	p.mu.Unlock()
+}
+
+// Reset closes every open connection (both sides see it end; held bytes
+// are lost).
 func (p *Proxy) Reset() {
 	p.mu.Lock()
-	for c := range p.conns {
-		_ = c.Close()
+	pairs := make([]*pair, 0, len(p.pairs))
+	for c := range p.pairs {
+		pairs = append(pairs, c)
 	}
 	p.mu.Unlock()
+	for _, c := range pairs {
+		c.close()
+	}
 }
 
-func (p *Proxy) set(up, down Mode) {
-	p.mu.Lock()
-	p.up, p.down = up, down
-	p.mu.Unlock()
-}
-
-func (p *Proxy) mode(up bool) (Mode, time.Duration) {
+// Conns is the number of connections open through the proxy.
+func (p *Proxy) Conns() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return len(p.pairs)
+}
+
+// Accepted is the number of connections accepted since New.
+func (p *Proxy) Accepted() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.accepted
+}
+
+type setting struct {
+	mode    Mode
+	delay   time.Duration
+	rate    int
+	changed <-chan struct{}
+}
+
+func (p *Proxy) setting(up bool) setting {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := setting{mode: p.down, delay: p.delay, rate: p.rate, changed: p.changed}
 	if up {
-		return p.up, p.delay
+		s.mode = p.up
 	}
-	return p.down, p.delay
+	return s
+}
+
+// awaitNotHeld waits while the direction is held. It returns the setting
+// to apply, or false when the connection ended meanwhile.
+func (p *Proxy) awaitNotHeld(c *pair, up bool) (setting, bool) {
+	for {
+		s := p.setting(up)
+		if s.mode != Hold {
+			return s, true
+		}
+		select {
+		case <-s.changed:
+		case <-c.closed:
+			return s, false
+		}
+	}
 }
 
 func (p *Proxy) accept() {
@@ -105,47 +190,64 @@ func (p *Proxy) accept() {
 			_ = a.Close()
 			continue
 		}
+		c := &pair{a: a, b: b, closed: make(chan struct{})}
 		p.mu.Lock()
 		if p.done {
 			p.mu.Unlock()
-			_ = a.Close()
-			_ = b.Close()
+			c.close()
 			return
 		}
-		p.conns[a], p.conns[b] = struct{}{}, struct{}{}
+		p.pairs[c] = struct{}{}
+		p.accepted++
 		p.wg.Add(2)
 		p.mu.Unlock()
-		go p.pipe(a, b, true)
-		go p.pipe(b, a, false)
+		go p.pipe(c, a, b, true)
+		go p.pipe(c, b, a, false)
 	}
 }
 
-// pipe copies from → to under the current mode of its direction; when
+// pipe copies from → to under the current setting of its direction; when
 // either side ends, both do.
-func (p *Proxy) pipe(from, to net.Conn, up bool) {
+func (p *Proxy) pipe(c *pair, from, to net.Conn, up bool) {
 	defer p.wg.Done()
 	defer func() {
-		_ = from.Close()
-		_ = to.Close()
+		c.close()
 		p.mu.Lock()
-		delete(p.conns, from)
-		delete(p.conns, to)
+		delete(p.pairs, c)
 		p.mu.Unlock()
 	}()
 	buf := make([]byte, 64<<10)
 	for {
-		n, err := from.Read(buf)
-		if err != nil {
+		// Held: read nothing, so the sender's writes back up as they
+		// would behind a partition.
+		s, ok := p.awaitNotHeld(c, up)
+		if !ok {
 			return
 		}
-		mode, delay := p.mode(up)
-		if mode == Drop {
-			continue
+		chunk := buf
+		if s.rate > 0 {
+			chunk = buf[:min(len(buf), max(s.rate/20, 1))] // ~20 chunks a second
 		}
-		if delay > 0 {
-			time.Sleep(delay) // this direction's bytes wait; order is kept
+		n, err := from.Read(chunk)
+		if n > 0 {
+			// Held after the read: these bytes wait too.
+			if s, ok = p.awaitNotHeld(c, up); !ok {
+				return
+			}
+			if s.mode == Drop {
+				continue
+			}
+			if s.delay > 0 {
+				time.Sleep(s.delay) // this direction's bytes wait; order is kept
+			}
+			if _, werr := to.Write(chunk[:n]); werr != nil {
+				return
+			}
+			if s.rate > 0 {
+				time.Sleep(time.Duration(n) * time.Second / time.Duration(s.rate))
+			}
 		}
-		if _, err := to.Write(buf[:n]); err != nil {
+		if err != nil {
 			return
 		}
 	}
