@@ -13,7 +13,10 @@
 //   - StartRedisCluster: a 3-master Redis Cluster joined by
 //     `redis-cli --cluster create`, returned once every node reports
 //     cluster_state:ok; RedisCluster.URL is its location.ParseRedisURL
-//     form and AddReplica gives one master a replica.
+//     form and AddReplica gives one master a replica; KillMaster kills
+//     that master and has its replica take over.
+//   - LaunchRedis and RedisServer.Start: the same redis-server outside a
+//     test (for harnesses such as `zlink-node bench faults`).
 //   - RedisServer.Command: one command to a server, bypassing the client
 //     under test (to inspect or corrupt what it stored).
 //   - FakeClock for the in-memory store, and condition-wait helpers

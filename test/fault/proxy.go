@@ -240,17 +240,31 @@ func (p *Proxy) pipe(c *pair, from, to net.Conn, up bool) {
 			if s.delay > 0 {
 				time.Sleep(s.delay) // this direction's bytes wait; order is kept
 			}
-			if _, werr := to.Write(chunk[:n]); werr != nil {
+			if !forward(to, chunk[:n], s.rate) {
 				return
-			}
-			if s.rate > 0 {
-				time.Sleep(time.Duration(n) * time.Second / time.Duration(s.rate))
 			}
 		}
 		if err != nil {
 			return
 		}
 	}
+}
+
+// forward writes b to w, at most rate bytes per second when rate > 0
+// (each piece waits its share of the second before it goes).
+func forward(w net.Conn, b []byte, rate int) bool {
+	for len(b) > 0 {
+		n := len(b)
+		if rate > 0 {
+			n = min(n, max(rate/20, 1))
+			time.Sleep(time.Duration(n) * time.Second / time.Duration(rate))
+		}
+		if _, err := w.Write(b[:n]); err != nil {
+			return false
+		}
+		b = b[n:]
+	}
+	return true
 }
 
 // Close stops accepting, closes every connection and waits for the

@@ -42,6 +42,7 @@ func newLink(t *testing.T) *link {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = target.Close() })
+	waitConns(t, p, 1) // the proxy holds the pair (Reset reaches it)
 	return &link{p: p, client: client, target: target}
 }
 
@@ -180,12 +181,18 @@ func TestProxy_ResetEndsHeldConnections(t *testing.T) {
 			t.Fatalf("after Reset a side read %d bytes, %v; want the connection closed", n, err)
 		}
 	}
+	waitConns(t, l.p, 0)
+}
+
+// waitConns waits (with a deadline) until p has n connections open.
+func waitConns(t *testing.T, p *fault.Proxy, n int) {
+	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for l.p.Conns() != 0 && time.Now().Before(deadline) {
+	for p.Conns() != n && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if n := l.p.Conns(); n != 0 {
-		t.Fatalf("%d connections open after Reset", n)
+	if got := p.Conns(); got != n {
+		t.Fatalf("%d connections open through the proxy, want %d", got, n)
 	}
 }
 

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package fault
+
+import "os/exec"
+
+func configureChild(*exec.Cmd) {}
