@@ -30,6 +30,12 @@ type ledger struct {
 var terminalErrs = []error{zlink.ErrPeerLost, zlink.ErrTimeout, zlink.ErrBusy, zlink.ErrNoTarget}
 
 func startLedger(t *testing.T, n *routemesh.Node, workers int) *ledger {
+	return startLedgerPayload(t, n, workers, nil)
+}
+
+// startLedgerPayload runs workers that call channel "echo" with payload
+// in a loop, each call with a 1 s deadline, until check.
+func startLedgerPayload(t *testing.T, n *routemesh.Node, workers int, payload []byte) *ledger {
 	l := &ledger{byRID: map[string]int{}, errs: map[string]int{}, marks: map[string]int{}, stop: make(chan struct{})}
 	for range workers {
 		l.wg.Add(1)
@@ -45,9 +51,12 @@ func startLedger(t *testing.T, n *routemesh.Node, workers int) *ledger {
 				l.issued++
 				l.mu.Unlock()
 				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-				_, rid, err := n.CallFrom(ctx, "echo", "echo", nil)
+				_, rid, err := n.CallFrom(ctx, "echo", "echo", payload)
 				cancel()
 				l.record(rid, err)
+				if errors.Is(err, zlink.ErrNoTarget) {
+					time.Sleep(time.Millisecond) // no Server: pace the load, do not spin
+				}
 			}
 		}()
 	}

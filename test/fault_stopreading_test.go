@@ -1,0 +1,85 @@
+package test
+
+import (
+	"runtime"
+	"testing"
+	"time"
+
+	zlink "github.com/zlink-go/zlink"
+	"github.com/zlink-go/zlink/routemesh"
+	"github.com/zlink-go/zlink/test/fault"
+)
+
+// patientLiveness never gives a silent peer up within a test: the peer
+// that stops reading keeps sending as if all were well.
+var patientLiveness = routemesh.LivenessConfig{Interval: 50 * time.Millisecond, MaxGap: 100000, LastHeard: time.Hour}
+
+// TestFault_PeerThatStopsReadingSparesOtherPeers: a Server S has three
+// Clients. One, P, stops reading its socket (the proxy between them holds
+// S → P; P itself is patient and keeps calling with 1 MiB payloads whose
+// replies pile up). S's writes to P back up until its send timeout fails
+// P's connection; meanwhile the two other Clients are served without a
+// single error. After the heal P is served again; every call of the three
+// is accounted for and the goroutines come back to their baseline.
+//
+// S's send timeout (200 ms) is below the other Clients' liveness
+// last-heard (400 ms), and must be: S writes to every inbound peer through
+// one router socket, so while one write waits out its timeout the others
+// wait too. With a send timeout above last-heard (2 s here) the other
+// Clients lose S while P is stuck.
+func TestFault_PeerThatStopsReadingSparesOtherPeers(t *testing.T) {
+	o := zlink.NewOptions()
+	o.AddRouteMesh("stall").SetRoutingID("s").ConfigureLiveness(fastLiveness).
+		ConfigureRouterSocket(routemesh.SocketConfig{SendTimeout: 200 * time.Millisecond, SendHWM: 64}).
+		Channel("echo").Server().HandleRequest("echo", echo)
+	s := startHost(t, o).Mesh("stall")
+	proxy, err := fault.New(s.Endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Close)
+	client := func(rid, endpoint string, live routemesh.LivenessConfig) *routemesh.Node {
+		o := zlink.NewOptions()
+		o.AddRouteMesh("stall").SetRoutingID(rid).ConfigureLiveness(live).AddPeer(endpoint, "s").Channel("echo").Client()
+		n := startHost(t, o).Mesh("stall")
+		waitPeerState(t, n, "s", routemesh.PeerReady)
+		return n
+	}
+	p := client("p", proxy.Endpoint(), patientLiveness)
+	b := client("b", s.Endpoint(), fastLiveness)
+	c := client("c", s.Endpoint(), fastLiveness)
+	base := runtime.NumGoroutine()
+
+	lp := startLedgerPayload(t, p, 8, make([]byte, 1<<20))
+	lb, lc := startLedger(t, b, 2), startLedger(t, c, 2)
+	waitFor(t, "every client served", 5*time.Second, func() bool {
+		return lp.since("s") > 20 && lb.since("s") > 20 && lc.since("s") > 20
+	})
+	stalled := time.Now()
+	proxy.CutDown() // P reads nothing more
+	lb.mark()
+	lc.mark()
+	// P is patient: only S's send timeout ends P's connection (and P
+	// dials again through the proxy).
+	waitFor(t, "S failing P's connection", 15*time.Second, func() bool { return proxy.Accepted() > 1 })
+	dropped := time.Since(stalled)
+	waitFor(t, "the other clients served while P's connection was stuck", 5*time.Second, func() bool {
+		return lb.since("s") > 100 && lc.since("s") > 100
+	})
+	lb.noErrors(t, "b")
+	lc.noErrors(t, "c")
+
+	proxy.Heal()
+	waitPeerState(t, s, "p", routemesh.PeerReady)
+	lp.mark()
+	waitFor(t, "P served again after the heal", 10*time.Second, func() bool { return lp.since("s") > 20 })
+	recovered := time.Since(stalled)
+	lp.check(t)
+	lb.check(t)
+	lc.check(t)
+	lb.noErrors(t, "b")
+	lc.noErrors(t, "c")
+	g := goroutinesBack(t, base)
+	t.Logf("S failed the stuck connection %v after P stopped reading; P served again %v after; b %d and c %d calls without an error; goroutines %d (baseline %d)",
+		dropped.Round(time.Millisecond), recovered.Round(time.Millisecond), lb.served("s"), lc.served("s"), g, base)
+}
