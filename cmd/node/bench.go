@@ -36,6 +36,7 @@ func newBenchCmd() *cobra.Command {
 	c.Flags().BoolVar(&quick, "quick", false, "shorter runs (smoke test; numbers are indicative)")
 	c.Flags().BoolVar(&list, "list", false, "list the benchmarks and exit")
 	c.Flags().DurationVar(&duration, "duration", 0, "how long the timed benches run (soak: default 2m)")
+	benchrun.AddFlags(c.Flags())
 	c.AddCommand(newBenchCompareCmd(), newBenchCompareServerCmd(), newBenchCompareReportCmd())
 	return c
 }

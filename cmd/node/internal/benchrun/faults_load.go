@@ -1,0 +1,161 @@
+package benchrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	zlink "github.com/zlink-go/zlink"
+	"github.com/zlink-go/zlink/routemesh"
+)
+
+// faultLiveness notices a lost peer within about half a second, like the
+// fault tests.
+var faultLiveness = routemesh.LivenessConfig{Interval: 50 * time.Millisecond, MaxGap: 5, LastHeard: 400 * time.Millisecond}
+
+// faultDiscovery: short descriptor leases and polls.
+var faultDiscovery = routemesh.DiscoveryConfig{DescriptorTTL: 500 * time.Millisecond, Poll: 100 * time.Millisecond, InboundGrace: time.Second}
+
+const faultMesh = "faults"
+
+func faultEcho(_ *routemesh.Context, p []byte) ([]byte, error) { return p, nil }
+
+// faultLoad calls channel "echo" from one node in a loop on several
+// workers and accounts for every call (soakAccount); it also counts the
+// replies of each Server since the last mark.
+type faultLoad struct {
+	acct  *soakAccount
+	mu    sync.Mutex
+	marks map[string]int
+	stop  chan struct{}
+	once  sync.Once
+	wg    sync.WaitGroup
+}
+
+func startFaultLoad(n *routemesh.Node, workers int, payload []byte, timeout time.Duration) *faultLoad {
+	l := &faultLoad{acct: &soakAccount{errs: map[string]int{}}, marks: map[string]int{}, stop: make(chan struct{})}
+	for range workers {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for {
+				select {
+				case <-l.stop:
+					return
+				default:
+				}
+				l.acct.start()
+				ctx, cancel := context.WithTimeout(context.Background(), timeout)
+				_, rid, err := n.CallFrom(ctx, "echo", "echo", payload)
+				cancel()
+				l.acct.end(err)
+				if err == nil {
+					l.mu.Lock()
+					l.marks[rid]++
+					l.mu.Unlock()
+				} else if errors.Is(err, zlink.ErrNoTarget) {
+					time.Sleep(time.Millisecond) // no Server: pace the load, do not spin
+				}
+			}
+		}()
+	}
+	return l
+}
+
+// mark restarts the per-Server counts.
+func (l *faultLoad) mark() {
+	l.mu.Lock()
+	clear(l.marks)
+	l.mu.Unlock()
+}
+
+// since is the replies of rid since the last mark.
+func (l *faultLoad) since(rid string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.marks[rid]
+}
+
+// end stops the workers and waits for their calls to end. Idempotent.
+func (l *faultLoad) end() {
+	l.once.Do(func() { close(l.stop) })
+	l.wg.Wait()
+}
+
+// waitUntil polls cond until it holds, or fails after d.
+func waitUntil(ctx context.Context, what string, d time.Duration, cond func() bool) error {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return fmt.Errorf("timed out after %v waiting for %s", d, what)
+		case <-tick.C:
+		}
+	}
+	return nil
+}
+
+// peerReady says whether n shows rid Ready.
+func peerReady(n *routemesh.Node, rid string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	st, err := n.Status(ctx)
+	if err != nil {
+		return false
+	}
+	p, ok := st.Peer(rid)
+	return ok && p.State == routemesh.PeerReady
+}
+
+// faultRig starts hosts and stops them, last started first.
+type faultRig struct {
+	ctx   context.Context
+	stops []func()
+}
+
+func (r *faultRig) host(o *zlink.Options) (*zlink.Host, error) {
+	ctx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
+	defer cancel()
+	h, err := zlink.Start(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	r.onClose(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = h.Stop(ctx)
+	})
+	return h, nil
+}
+
+func (r *faultRig) onClose(f func()) { r.stops = append(r.stops, f) }
+
+func (r *faultRig) close() {
+	for i := len(r.stops) - 1; i >= 0; i-- {
+		r.stops[i]()
+	}
+	r.stops = nil
+}
+
+// goroutineMargin is how many goroutines above its baseline a scenario
+// may leave after recovery.
+const goroutineMargin = 32
+
+// goroutinesBack waits until the process runs no more than base+margin
+// goroutines and returns how many it runs.
+func goroutinesBack(ctx context.Context, base int) (int, error) {
+	var n int
+	err := waitUntil(ctx, fmt.Sprintf("goroutines back to about %d", base), 15*time.Second, func() bool {
+		n = runtime.NumGoroutine()
+		return n <= base+goroutineMargin
+	})
+	return n, err
+}

@@ -1,0 +1,354 @@
+package benchrun
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	zlink "github.com/zlink-go/zlink"
+	"github.com/zlink-go/zlink/routemesh"
+	"github.com/zlink-go/zlink/supervisor"
+	"github.com/zlink-go/zlink/test/fault"
+)
+
+// The Location Store outage and the overload scenarios.
+
+func runRedisDown(ctx context.Context, r *faultRig, quick bool) (out faultOutcome, err error) {
+	down := 10 * time.Second
+	if quick {
+		down = 2 * time.Second
+	}
+	srv, err := faultRedis(r)
+	if err != nil {
+		return out, err
+	}
+	store, err := faultStore(r, srv.Addr())
+	if err != nil {
+		return out, err
+	}
+	var nodes []*routemesh.Node
+	for _, server := range []bool{true, true, false} {
+		prefix := "s"
+		if !server {
+			prefix = "c"
+		}
+		h, err := r.host(autoOptions(store, prefix, server))
+		if err != nil {
+			return out, err
+		}
+		nodes = append(nodes, h.Mesh(faultMesh))
+	}
+	s1, s2, cli := nodes[0], nodes[1], nodes[2]
+	if err := waitUntil(ctx, "the client knowing both Servers", 15*time.Second, func() bool { return peerReady(cli, s1.RID()) && peerReady(cli, s2.RID()) }); err != nil {
+		return out, err
+	}
+	out.base = baseline()
+	out.load = startFaultLoad(cli, 4, nil, time.Second)
+	if err := waitUntil(ctx, "both Servers serving", 5*time.Second, func() bool { return out.load.since(s1.RID()) > 20 && out.load.since(s2.RID()) > 20 }); err != nil {
+		return out, err
+	}
+	downAt := time.Now()
+	srv.Stop()
+	out.load.mark()
+	// A Server started during the outage; stopped again before the end,
+	// so the goroutines compare with the baseline.
+	h3, err := zlink.Start(ctx, autoOptions(store, "s", true))
+	if err != nil {
+		return out, err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = h3.Stop(sctx)
+	}()
+	s3 := h3.Mesh(faultMesh)
+	if err := waitUntil(ctx, "the outage's end", down+5*time.Second, func() bool { return time.Since(downAt) >= down }); err != nil {
+		return out, err
+	}
+	if out.load.since(s1.RID()) == 0 || out.load.since(s2.RID()) == 0 || out.load.since(s3.RID()) != 0 {
+		return out, fmt.Errorf("during the outage: s1 served %d, s2 %d, the new Server %d", out.load.since(s1.RID()), out.load.since(s2.RID()), out.load.since(s3.RID()))
+	}
+	upAt := time.Now()
+	if err := srv.Start(); err != nil {
+		return out, err
+	}
+	if err := waitUntil(ctx, "every descriptor republished", 15*time.Second, func() bool {
+		for _, n := range []*routemesh.Node{s1, s2, s3, cli} {
+			dctx, cancel := context.WithTimeout(ctx, time.Second)
+			_, err := store.GetDescriptor(dctx, faultMesh, n.RID())
+			cancel()
+			if err != nil {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		return out, err
+	}
+	republished := time.Since(upAt)
+	if err := waitUntil(ctx, "the Server started during the outage serving", 15*time.Second, func() bool { return out.load.since(s3.RID()) > 20 }); err != nil {
+		return out, err
+	}
+	out.recover = time.Since(upAt)
+	out.load.end()
+	out.note = fmt.Sprintf("down=%v republished_after=%v (recover: the Server started during the outage serving)", down, republished.Round(time.Millisecond))
+	return out, nil
+}
+
+// overloadServer is a Server whose channel "echo" runs one handler at a
+// time that takes slow, within the given owner budgets, and whose channel
+// "fast" echoes; and a Client of both.
+func overloadServer(r *faultRig, msgs, bytes int64, slow time.Duration) (*zlink.Host, *routemesh.Node, error) {
+	o := zlink.NewOptions()
+	m := o.AddRouteMesh(faultMesh).SetRoutingID("srv").ConfigureLiveness(faultLiveness).
+		ConfigureRouterSocket(routemesh.SocketConfig{MailboxMessageBudget: msgs, MailboxByteBudget: bytes})
+	m.Channel("echo").Server().SetConcurrency(1).HandleRequest("echo", func(c *routemesh.Context, _ []byte) ([]byte, error) {
+		t := time.NewTimer(slow) // the handler's own work time
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-c.Done():
+		}
+		return nil, nil
+	})
+	m.Channel("fast").Server().HandleRequest("echo", faultEcho)
+	hs, err := r.host(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	oc := zlink.NewOptions()
+	oc.AddRouteMesh(faultMesh).SetRoutingID("cli").ConfigureLiveness(faultLiveness).AddPeer(hs.Mesh(faultMesh).Endpoint(), "srv").
+		Channel("echo").Client().Channel("fast").Client()
+	hc, err := r.host(oc)
+	if err != nil {
+		return nil, nil, err
+	}
+	cli := hc.Mesh(faultMesh)
+	wctx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
+	defer cancel()
+	return hs, cli, cli.WaitPeers(wctx, 1)
+}
+
+// mailboxWatch samples the slow owner's mailbox until stop and returns
+// the fullest sample (depth and bytes) against its budgets.
+func mailboxWatch(hs *zlink.Host, stop <-chan struct{}) func() supervisor.MailboxStats {
+	var worst supervisor.MailboxStats
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			if n, ok := findTreeSuffix(hs.Tree(), "channel:echo"); ok {
+				mb := n.Mailbox
+				worst.MaxMessages, worst.MaxBytes = mb.MaxMessages, mb.MaxBytes
+				worst.Depth, worst.Bytes = max(worst.Depth, mb.Depth), max(worst.Bytes, mb.Bytes)
+			}
+		}
+	}()
+	return func() supervisor.MailboxStats { <-done; return worst }
+}
+
+func findTreeSuffix(n supervisor.Node, suffix string) (supervisor.Node, bool) {
+	if len(n.Path) >= len(suffix) && n.Path[len(n.Path)-len(suffix):] == suffix {
+		return n, true
+	}
+	for _, c := range n.Children {
+		if f, ok := findTreeSuffix(c, suffix); ok {
+			return f, true
+		}
+	}
+	return supervisor.Node{}, false
+}
+
+// overload runs callers workers with payload against the slow channel for
+// d while a sequential caller uses the fast one (which must never fail),
+// and checks the owner's mailbox against its budgets.
+func overload(ctx context.Context, r *faultRig, out *faultOutcome, msgs, bytes int64, slow time.Duration, workers int, payload []byte, d time.Duration) error {
+	hs, cli, err := overloadServer(r, msgs, bytes, slow)
+	if err != nil {
+		return err
+	}
+	out.base = baseline()
+	stop := make(chan struct{})
+	watch := mailboxWatch(hs, stop)
+	fast := &soakAccount{errs: map[string]int{}}
+	out.extra = append(out.extra, fast)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			fast.start()
+			_, err := cli.Call(cctx, "fast", "echo", nil)
+			fast.end(err)
+			cancel()
+		}
+	}()
+	start := time.Now()
+	out.load = startFaultLoad(cli, workers, payload, 10*time.Second)
+	busy := zlink.ErrBusy.Error()
+	err = waitUntil(ctx, "callers refused with ErrBusy", 10*time.Second, func() bool {
+		out.load.acct.mu.Lock()
+		defer out.load.acct.mu.Unlock()
+		return out.load.acct.errs[busy] > 0
+	})
+	out.detect = time.Since(start)
+	if err == nil {
+		err = waitUntil(ctx, "the overload's end", d+5*time.Second, func() bool { return time.Since(start) >= d })
+	}
+	out.load.end()
+	close(stop)
+	wg.Wait()
+	worst := watch()
+	if err != nil {
+		return err
+	}
+	fast.mu.Lock()
+	fastErrs := fast.ended - fast.ok
+	fast.mu.Unlock()
+	if fastErrs > 0 {
+		return fmt.Errorf("%d calls to the other channel failed during the overload", fastErrs)
+	}
+	if worst.Depth > worst.MaxMessages || worst.Bytes > worst.MaxBytes {
+		return fmt.Errorf("the slow owner held %d messages / %d bytes, over its budgets %d / %d", worst.Depth, worst.Bytes, worst.MaxMessages, worst.MaxBytes)
+	}
+	endAt := time.Now()
+	if err := waitUntil(ctx, "the slow channel answering after the overload", 10*time.Second, func() bool {
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		_, err := cli.Call(cctx, "echo", "echo", nil)
+		return err == nil
+	}); err != nil {
+		return err
+	}
+	out.recover = time.Since(endAt)
+	out.note = fmt.Sprintf("mailbox_max=%d/%d msgs %d/%d bytes", worst.Depth, worst.MaxMessages, worst.Bytes, worst.MaxBytes)
+	return nil
+}
+
+func runSlowConsumer(ctx context.Context, r *faultRig, quick bool) (out faultOutcome, err error) {
+	d := 5 * time.Second
+	if quick {
+		d = time.Second
+	}
+	// 32 callers against a 20 ms handler: arrivals about a hundred times
+	// faster than it serves.
+	return out, overload(ctx, r, &out, 8, 64<<20, 20*time.Millisecond, 32, nil, d)
+}
+
+func runStorm(ctx context.Context, r *faultRig, quick bool) (out faultOutcome, err error) {
+	d := 5 * time.Second
+	if quick {
+		d = time.Second
+	}
+	return out, overload(ctx, r, &out, 1000, 4<<20, 5*time.Millisecond, 8, make([]byte, 1<<20), d)
+}
+
+// stopReadingLiveness never gives a silent peer up within the scenario.
+var stopReadingLiveness = routemesh.LivenessConfig{Interval: 50 * time.Millisecond, MaxGap: 100000, LastHeard: time.Hour}
+
+func runStopReading(ctx context.Context, r *faultRig, _ bool) (out faultOutcome, err error) {
+	// The send timeout is below the other Clients' last-heard: while one
+	// write waits it out, the Server's writes to its other inbound peers
+	// (one router socket) wait too.
+	o := zlink.NewOptions()
+	o.AddRouteMesh(faultMesh).SetRoutingID("s").ConfigureLiveness(faultLiveness).
+		ConfigureRouterSocket(routemesh.SocketConfig{SendTimeout: 200 * time.Millisecond, SendHWM: 64}).
+		Channel("echo").Server().HandleRequest("echo", faultEcho)
+	hs, err := r.host(o)
+	if err != nil {
+		return out, err
+	}
+	s := hs.Mesh(faultMesh)
+	proxy, err := fault.New(s.Endpoint())
+	if err != nil {
+		return out, err
+	}
+	r.onClose(proxy.Close)
+	client := func(rid, endpoint string, live routemesh.LivenessConfig) (*routemesh.Node, error) {
+		o := zlink.NewOptions()
+		o.AddRouteMesh(faultMesh).SetRoutingID(rid).ConfigureLiveness(live).AddPeer(endpoint, "s").Channel("echo").Client()
+		h, err := r.host(o)
+		if err != nil {
+			return nil, err
+		}
+		n := h.Mesh(faultMesh)
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		return n, n.WaitPeers(wctx, 1)
+	}
+	p, err := client("p", proxy.Endpoint(), stopReadingLiveness)
+	if err != nil {
+		return out, err
+	}
+	var others []*faultLoad
+	for _, rid := range []string{"b", "c"} {
+		n, err := client(rid, s.Endpoint(), faultLiveness)
+		if err != nil {
+			return out, err
+		}
+		others = append(others, startFaultLoad(n, 2, nil, time.Second))
+	}
+	out.base = baseline() - 2*2 // the other Clients' callers run already
+	defer func() {
+		for _, l := range others {
+			l.end()
+			out.extra = append(out.extra, l.acct)
+		}
+	}()
+	out.load = startFaultLoad(p, 8, make([]byte, 1<<20), time.Second)
+	if err := waitUntil(ctx, "every Client served", 5*time.Second, func() bool {
+		return out.load.since("s") > 20 && others[0].since("s") > 20 && others[1].since("s") > 20
+	}); err != nil {
+		return out, err
+	}
+	stallAt := time.Now()
+	proxy.CutDown() // p reads nothing more
+	for _, l := range others {
+		l.mark()
+	}
+	// p is patient: only the Server's send timeout ends its connection
+	// (and p dials again through the proxy).
+	if err := waitUntil(ctx, "the Server failing the stuck connection", 15*time.Second, func() bool { return proxy.Accepted() > 1 }); err != nil {
+		return out, err
+	}
+	out.detect = time.Since(stallAt)
+	if err := waitUntil(ctx, "the other Clients served meanwhile", 5*time.Second, func() bool {
+		return others[0].since("s") > 100 && others[1].since("s") > 100
+	}); err != nil {
+		return out, err
+	}
+	healAt := time.Now()
+	proxy.Heal()
+	out.load.mark()
+	if err := waitUntil(ctx, "p served again after the heal", 10*time.Second, func() bool { return out.load.since("s") > 20 }); err != nil {
+		return out, err
+	}
+	out.recover = time.Since(healAt)
+	out.load.end()
+	var otherErrs int
+	for _, l := range others {
+		l.end()
+		l.acct.mu.Lock()
+		otherErrs += l.acct.ended - l.acct.ok
+		l.acct.mu.Unlock()
+	}
+	if otherErrs > 0 {
+		return out, fmt.Errorf("%d calls of the other Clients failed while p was stuck", otherErrs)
+	}
+	out.note = "detect: the stuck connection failed by the Server's 200ms send timeout; the other Clients saw no error"
+	return out, nil
+}
