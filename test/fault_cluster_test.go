@@ -55,7 +55,7 @@ func TestFault_ClusterMasterKilledUnderLoad(t *testing.T) {
 	base := runtime.NumGoroutine()
 
 	load := startLedger(t, cl, 4)
-	waitFor(t, "both Servers serving", 5*time.Second, func() bool { return load.since(s1.RID()) > 20 && load.since(s2.RID()) > 20 })
+	waitFor(t, "both Servers serving", 15*time.Second, func() bool { return load.since(s1.RID()) > 20 && load.since(s2.RID()) > 20 })
 	killed := time.Now()
 	c.KillMaster(t, m, replica)
 	promoted := time.Since(killed)

@@ -29,13 +29,13 @@ func TestFault_KillNineServerRestartedWithNewRID(t *testing.T) {
 	base := runtime.NumGoroutine()
 
 	load := startLedger(t, c, 4)
-	waitFor(t, "both Servers serving", 5*time.Second, func() bool { return load.since(s1.RID()) > 20 && load.since(old) > 20 })
+	waitFor(t, "both Servers serving", 15*time.Second, func() bool { return load.since(s1.RID()) > 20 && load.since(old) > 20 })
 	killed := time.Now()
 	child.kill(t)
-	waitFor(t, "the client losing the killed Server", 5*time.Second, func() bool { return !clientKnows(t, c, old) })
+	waitFor(t, "the client losing the killed Server", 15*time.Second, func() bool { return !clientKnows(t, c, old) })
 	lost := time.Since(killed)
 	load.mark()
-	waitFor(t, "the other Server carrying the load", 5*time.Second, func() bool { return load.since(s1.RID()) > 50 })
+	waitFor(t, "the other Server carrying the load", 15*time.Second, func() bool { return load.since(s1.RID()) > 50 })
 
 	restarted := time.Now()
 	_, fresh := startFaultAutoServer(t, srv.Addr(), "k")

@@ -14,23 +14,27 @@ import (
 // that stops reading keeps sending as if all were well.
 var patientLiveness = routemesh.LivenessConfig{Interval: 50 * time.Millisecond, MaxGap: 100000, LastHeard: time.Hour}
 
+// otherLiveness is the other Clients': a lost Server noticed within a
+// second, well above the Server's send timeout.
+var otherLiveness = routemesh.LivenessConfig{Interval: 50 * time.Millisecond, MaxGap: 20, LastHeard: time.Second}
+
 // TestFault_PeerThatStopsReadingSparesOtherPeers: a Server S has three
 // Clients. One, P, stops reading its socket (the proxy between them holds
-// S → P; P itself is patient and keeps calling with 1 MiB payloads whose
+// S → P; P itself is patient and keeps calling with 256 KiB payloads whose
 // replies pile up). S's writes to P back up until its send timeout fails
 // P's connection; meanwhile the two other Clients are served without a
 // single error. After the heal P is served again; every call of the three
 // is accounted for and the goroutines come back to their baseline.
 //
-// S's send timeout (200 ms) is below the other Clients' liveness
-// last-heard (400 ms), and must be: S writes to every inbound peer through
+// S's send timeout (300 ms) is below the other Clients' liveness
+// last-heard (1 s), and must be: S writes to every inbound peer through
 // one router socket, so while one write waits out its timeout the others
 // wait too. With a send timeout above last-heard (2 s here) the other
 // Clients lose S while P is stuck.
 func TestFault_PeerThatStopsReadingSparesOtherPeers(t *testing.T) {
 	o := zlink.NewOptions()
 	o.AddRouteMesh("stall").SetRoutingID("s").ConfigureLiveness(fastLiveness).
-		ConfigureRouterSocket(routemesh.SocketConfig{SendTimeout: 200 * time.Millisecond, SendHWM: 64}).
+		ConfigureRouterSocket(routemesh.SocketConfig{SendTimeout: 300 * time.Millisecond, SendHWM: 64}).
 		Channel("echo").Server().HandleRequest("echo", echo)
 	s := startHost(t, o).Mesh("stall")
 	proxy, err := fault.New(s.Endpoint())
@@ -46,13 +50,13 @@ func TestFault_PeerThatStopsReadingSparesOtherPeers(t *testing.T) {
 		return n
 	}
 	p := client("p", proxy.Endpoint(), patientLiveness)
-	b := client("b", s.Endpoint(), fastLiveness)
-	c := client("c", s.Endpoint(), fastLiveness)
+	b := client("b", s.Endpoint(), otherLiveness)
+	c := client("c", s.Endpoint(), otherLiveness)
 	base := runtime.NumGoroutine()
 
-	lp := startLedgerPayload(t, p, 8, make([]byte, 1<<20))
+	lp := startLedgerPayload(t, p, 32, make([]byte, 256<<10))
 	lb, lc := startLedger(t, b, 2), startLedger(t, c, 2)
-	waitFor(t, "every client served", 5*time.Second, func() bool {
+	waitFor(t, "every client served", 15*time.Second, func() bool {
 		return lp.since("s") > 20 && lb.since("s") > 20 && lc.since("s") > 20
 	})
 	stalled := time.Now()
@@ -63,7 +67,7 @@ func TestFault_PeerThatStopsReadingSparesOtherPeers(t *testing.T) {
 	// dials again through the proxy).
 	waitFor(t, "S failing P's connection", 15*time.Second, func() bool { return proxy.Accepted() > 1 })
 	dropped := time.Since(stalled)
-	waitFor(t, "the other clients served while P's connection was stuck", 5*time.Second, func() bool {
+	waitFor(t, "the other clients served while P's connection was stuck", 15*time.Second, func() bool {
 		return lb.since("s") > 100 && lc.since("s") > 100
 	})
 	lb.noErrors(t, "b")

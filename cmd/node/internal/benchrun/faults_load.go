@@ -147,7 +147,7 @@ func (r *faultRig) close() {
 
 // goroutineMargin is how many goroutines above its baseline a scenario
 // may leave after recovery.
-const goroutineMargin = 32
+const goroutineMargin = 16
 
 // goroutinesBack waits until the process runs no more than base+margin
 // goroutines and returns how many it runs.

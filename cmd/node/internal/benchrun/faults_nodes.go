@@ -47,7 +47,7 @@ func runPartition(oneWay bool) func(context.Context, *faultRig, bool) (faultOutc
 		}
 		out.base = baseline()
 		out.load = startFaultLoad(cli, 4, nil, time.Second)
-		if err := waitUntil(ctx, "both Servers serving", 5*time.Second, func() bool { return out.load.since("s1") > 20 && out.load.since("s2") > 20 }); err != nil {
+		if err := waitUntil(ctx, "both Servers serving", 15*time.Second, func() bool { return out.load.since("s1") > 20 && out.load.since("s2") > 20 }); err != nil {
 			return out, err
 		}
 		faultAt := time.Now()
@@ -56,12 +56,12 @@ func runPartition(oneWay bool) func(context.Context, *faultRig, bool) (faultOutc
 		} else {
 			proxy.Partition()
 		}
-		if err := waitUntil(ctx, "the client losing s1", 5*time.Second, func() bool { return !peerReady(cli, "s1") }); err != nil {
+		if err := waitUntil(ctx, "the client losing s1", 15*time.Second, func() bool { return !peerReady(cli, "s1") }); err != nil {
 			return out, err
 		}
 		out.detect = time.Since(faultAt)
 		out.load.mark()
-		if err := waitUntil(ctx, "the fault's end", hold+5*time.Second, func() bool { return time.Since(faultAt) >= hold }); err != nil {
+		if err := waitUntil(ctx, "the fault's end", hold+15*time.Second, func() bool { return time.Since(faultAt) >= hold }); err != nil {
 			return out, err
 		}
 		if out.load.since("s2") == 0 || out.load.since("s1") != 0 {
@@ -128,17 +128,17 @@ func runKill9(ctx context.Context, r *faultRig, _ bool) (out faultOutcome, err e
 	}
 	out.base = baseline()
 	out.load = startFaultLoad(cli, 4, nil, time.Second)
-	if err := waitUntil(ctx, "both Servers serving", 5*time.Second, func() bool { return out.load.since("k1") > 20 && out.load.since("k2") > 20 }); err != nil {
+	if err := waitUntil(ctx, "both Servers serving", 15*time.Second, func() bool { return out.load.since("k1") > 20 && out.load.since("k2") > 20 }); err != nil {
 		return out, err
 	}
 	killAt := time.Now()
 	child.Kill()
-	if err := waitUntil(ctx, "the client losing k1", 5*time.Second, func() bool { return !peerReady(cli, "k1") }); err != nil {
+	if err := waitUntil(ctx, "the client losing k1", 15*time.Second, func() bool { return !peerReady(cli, "k1") }); err != nil {
 		return out, err
 	}
 	out.detect = time.Since(killAt)
 	out.load.mark()
-	if err := waitUntil(ctx, "k2 carrying the load", 5*time.Second, func() bool { return out.load.since("k2") > 50 }); err != nil {
+	if err := waitUntil(ctx, "k2 carrying the load", 15*time.Second, func() bool { return out.load.since("k2") > 50 }); err != nil {
 		return out, err
 	}
 	restartAt := time.Now()
@@ -225,12 +225,12 @@ func runKill9NewRID(ctx context.Context, r *faultRig, _ bool) (out faultOutcome,
 	}
 	out.base = baseline()
 	out.load = startFaultLoad(cli, 4, nil, time.Second)
-	if err := waitUntil(ctx, "both Servers serving", 5*time.Second, func() bool { return out.load.since(s1) > 20 && out.load.since(child.rid) > 20 }); err != nil {
+	if err := waitUntil(ctx, "both Servers serving", 15*time.Second, func() bool { return out.load.since(s1) > 20 && out.load.since(child.rid) > 20 }); err != nil {
 		return out, err
 	}
 	killAt := time.Now()
 	child.Kill()
-	if err := waitUntil(ctx, "the client losing the killed Server", 5*time.Second, func() bool { return !peerReady(cli, child.rid) }); err != nil {
+	if err := waitUntil(ctx, "the client losing the killed Server", 15*time.Second, func() bool { return !peerReady(cli, child.rid) }); err != nil {
 		return out, err
 	}
 	out.detect = time.Since(killAt)

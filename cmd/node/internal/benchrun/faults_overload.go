@@ -45,7 +45,7 @@ func runRedisDown(ctx context.Context, r *faultRig, quick bool) (out faultOutcom
 	}
 	out.base = baseline()
 	out.load = startFaultLoad(cli, 4, nil, time.Second)
-	if err := waitUntil(ctx, "both Servers serving", 5*time.Second, func() bool { return out.load.since(s1.RID()) > 20 && out.load.since(s2.RID()) > 20 }); err != nil {
+	if err := waitUntil(ctx, "both Servers serving", 15*time.Second, func() bool { return out.load.since(s1.RID()) > 20 && out.load.since(s2.RID()) > 20 }); err != nil {
 		return out, err
 	}
 	downAt := time.Now()
@@ -63,7 +63,7 @@ func runRedisDown(ctx context.Context, r *faultRig, quick bool) (out faultOutcom
 		_ = h3.Stop(sctx)
 	}()
 	s3 := h3.Mesh(faultMesh)
-	if err := waitUntil(ctx, "the outage's end", down+5*time.Second, func() bool { return time.Since(downAt) >= down }); err != nil {
+	if err := waitUntil(ctx, "the outage's end", down+15*time.Second, func() bool { return time.Since(downAt) >= down }); err != nil {
 		return out, err
 	}
 	if out.load.since(s1.RID()) == 0 || out.load.since(s2.RID()) == 0 || out.load.since(s3.RID()) != 0 {
@@ -207,7 +207,7 @@ func overload(ctx context.Context, r *faultRig, out *faultOutcome, msgs, bytes i
 	})
 	out.detect = time.Since(start)
 	if err == nil {
-		err = waitUntil(ctx, "the overload's end", d+5*time.Second, func() bool { return time.Since(start) >= d })
+		err = waitUntil(ctx, "the overload's end", d+15*time.Second, func() bool { return time.Since(start) >= d })
 	}
 	out.load.end()
 	close(stop)
@@ -260,13 +260,17 @@ func runStorm(ctx context.Context, r *faultRig, quick bool) (out faultOutcome, e
 // stopReadingLiveness never gives a silent peer up within the scenario.
 var stopReadingLiveness = routemesh.LivenessConfig{Interval: 50 * time.Millisecond, MaxGap: 100000, LastHeard: time.Hour}
 
+// otherLiveness is the other Clients': a lost Server noticed within a
+// second, well above the Server's send timeout.
+var otherLiveness = routemesh.LivenessConfig{Interval: 50 * time.Millisecond, MaxGap: 20, LastHeard: time.Second}
+
 func runStopReading(ctx context.Context, r *faultRig, _ bool) (out faultOutcome, err error) {
 	// The send timeout is below the other Clients' last-heard: while one
 	// write waits it out, the Server's writes to its other inbound peers
 	// (one router socket) wait too.
 	o := zlink.NewOptions()
 	o.AddRouteMesh(faultMesh).SetRoutingID("s").ConfigureLiveness(faultLiveness).
-		ConfigureRouterSocket(routemesh.SocketConfig{SendTimeout: 200 * time.Millisecond, SendHWM: 64}).
+		ConfigureRouterSocket(routemesh.SocketConfig{SendTimeout: 300 * time.Millisecond, SendHWM: 64}).
 		Channel("echo").Server().HandleRequest("echo", faultEcho)
 	hs, err := r.host(o)
 	if err != nil {
@@ -296,7 +300,7 @@ func runStopReading(ctx context.Context, r *faultRig, _ bool) (out faultOutcome,
 	}
 	var others []*faultLoad
 	for _, rid := range []string{"b", "c"} {
-		n, err := client(rid, s.Endpoint(), faultLiveness)
+		n, err := client(rid, s.Endpoint(), otherLiveness)
 		if err != nil {
 			return out, err
 		}
@@ -309,11 +313,11 @@ func runStopReading(ctx context.Context, r *faultRig, _ bool) (out faultOutcome,
 			out.extra = append(out.extra, l.acct)
 		}
 	}()
-	out.load = startFaultLoad(p, 8, make([]byte, 1<<20), time.Second)
-	if err := waitUntil(ctx, "every Client served", 5*time.Second, func() bool {
+	out.load = startFaultLoad(p, 32, make([]byte, 256<<10), time.Second)
+	if err := waitUntil(ctx, "every Client served", 15*time.Second, func() bool {
 		return out.load.since("s") > 20 && others[0].since("s") > 20 && others[1].since("s") > 20
 	}); err != nil {
-		return out, err
+		return out, fmt.Errorf("%w (served p %d, b %d, c %d)", err, out.load.since("s"), others[0].since("s"), others[1].since("s"))
 	}
 	stallAt := time.Now()
 	proxy.CutDown() // p reads nothing more
@@ -326,7 +330,7 @@ func runStopReading(ctx context.Context, r *faultRig, _ bool) (out faultOutcome,
 		return out, err
 	}
 	out.detect = time.Since(stallAt)
-	if err := waitUntil(ctx, "the other Clients served meanwhile", 5*time.Second, func() bool {
+	if err := waitUntil(ctx, "the other Clients served meanwhile", 15*time.Second, func() bool {
 		return others[0].since("s") > 100 && others[1].since("s") > 100
 	}); err != nil {
 		return out, err
@@ -349,6 +353,6 @@ func runStopReading(ctx context.Context, r *faultRig, _ bool) (out faultOutcome,
 	if otherErrs > 0 {
 		return out, fmt.Errorf("%d calls of the other Clients failed while p was stuck", otherErrs)
 	}
-	out.note = "detect: the stuck connection failed by the Server's 200ms send timeout; the other Clients saw no error"
+	out.note = "detect: the stuck connection failed by the Server's 300ms send timeout; the other Clients saw no error"
 	return out, nil
 }
