@@ -24,6 +24,7 @@
 //
 // Tests never skip because redis-server or redis-cli is missing: the
 // harness fails the test with the reason (`make test` installs them). This
-// package is imported only by tests; it must not touch anything outside
-// the stores and servers under test.
+// package is imported only by tests and by the fault harness (test/fault,
+// which `zlink-node bench faults` uses); it must not touch anything
+// outside the stores and servers under test.
 package locationtest
