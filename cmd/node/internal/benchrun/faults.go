@@ -49,6 +49,7 @@ var faultScenarios = []faultScenario{
 	{"partition-asymmetric", "the replies of one of two Servers held (one-way loss) under load, then healed", runPartition(true)},
 	{"kill9", "a Server process killed with SIGKILL under load, restarted with the same fixed RID", runKill9},
 	{"kill9-new-rid", "a Server process killed with SIGKILL under load, restarted under a new RID (automatic topology, Redis)", runKill9NewRID},
+	{"kill9-spots", "an Object Server process hosting Spots killed with SIGKILL under load (Redis): its Spots re-homed", runKill9Spots},
 	{"redis-down", "the Location Store killed under load, started again empty", runRedisDown},
 	{"slow-consumer", "a handler far slower than its arrivals: ErrBusy, and another channel unaffected", runSlowConsumer},
 	{"storm", "1 MiB payloads against a 4 MiB byte budget", runStorm},

@@ -12,6 +12,8 @@ import (
 
 	zlink "github.com/zlink-go/zlink"
 	"github.com/zlink-go/zlink/location"
+	"github.com/zlink-go/zlink/routemesh"
+	"github.com/zlink-go/zlink/spot"
 	"github.com/zlink-go/zlink/test/fault"
 )
 
@@ -27,7 +29,9 @@ func init() {
 
 // runFaultsChild runs a Server of channel "echo": with a fixed RID
 // ($ZLINK_FAULTS_RID) listening on $ZLINK_FAULTS_LISTEN, or automatic on
-// the Redis at $ZLINK_FAULTS_REDIS with RID prefix $ZLINK_FAULTS_PREFIX.
+// the Redis at $ZLINK_FAULTS_REDIS with RID prefix $ZLINK_FAULTS_PREFIX,
+// then also an Object Server of the Spots bench kind when
+// $ZLINK_FAULTS_SPOTS is 1.
 // It prints "READY <rid> <endpoint>" and runs until killed or until its
 // stdin closes.
 func runFaultsChild() {
@@ -43,6 +47,10 @@ func runFaultsChild() {
 		}
 		o.SetLocationStore(store)
 		b.SetRoutingIDPrefix(os.Getenv("ZLINK_FAULTS_PREFIX")).ConfigureDiscovery(faultDiscovery)
+		if os.Getenv("ZLINK_FAULTS_SPOTS") == "1" { // an Object Server of the bench kind
+			b.SetObjectRole(routemesh.ObjectServer)
+			spot.EnableWith(b, faultSpotsConfig, spotsBenchKind())
+		}
 	} else {
 		b.SetRoutingID(os.Getenv("ZLINK_FAULTS_RID")).Listen(os.Getenv("ZLINK_FAULTS_LISTEN"))
 	}

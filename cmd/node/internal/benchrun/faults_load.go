@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
 	zlink "github.com/zlink-go/zlink"
 	"github.com/zlink-go/zlink/routemesh"
+	"github.com/zlink-go/zlink/spot"
 )
 
 // faultLiveness notices a lost peer within about half a second, like the
@@ -36,6 +38,19 @@ type faultLoad struct {
 }
 
 func startFaultLoad(n *routemesh.Node, workers int, payload []byte, timeout time.Duration) *faultLoad {
+	return startFaultCalls(workers, timeout, func(ctx context.Context) (string, error) {
+		_, rid, err := n.CallFrom(ctx, "echo", "echo", payload)
+		return rid, err
+	})
+}
+
+// faultErrs are the typed errors a scenario's call may end with.
+var faultErrs = append(slices.Clone(soakErrs), spot.ErrFenced, zlink.ErrShuttingDown)
+
+// startFaultCalls runs call in a loop on workers goroutines, each call
+// with its own deadline, and accounts for each; call returns the RID that
+// answered.
+func startFaultCalls(workers int, timeout time.Duration, call func(context.Context) (string, error)) *faultLoad {
 	l := &faultLoad{acct: &soakAccount{errs: map[string]int{}}, marks: map[string]int{}, stop: make(chan struct{})}
 	for range workers {
 		l.wg.Add(1)
@@ -49,9 +64,9 @@ func startFaultLoad(n *routemesh.Node, workers int, payload []byte, timeout time
 				}
 				l.acct.start()
 				ctx, cancel := context.WithTimeout(context.Background(), timeout)
-				_, rid, err := n.CallFrom(ctx, "echo", "echo", payload)
+				rid, err := call(ctx)
 				cancel()
-				l.acct.end(err)
+				l.acct.endTyped(err, faultErrs)
 				if err == nil {
 					l.mu.Lock()
 					l.marks[rid]++
@@ -63,6 +78,24 @@ func startFaultLoad(n *routemesh.Node, workers int, payload []byte, timeout time
 		}()
 	}
 	return l
+}
+
+// endTyped is soakAccount.end with typed, the errors that count as typed.
+func (a *soakAccount) endTyped(err error, typed []error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.ended++
+	if err == nil {
+		a.ok++
+		return
+	}
+	for _, want := range typed {
+		if errors.Is(err, want) {
+			a.errs[want.Error()]++
+			return
+		}
+	}
+	a.untyped = append(a.untyped, err)
 }
 
 // mark restarts the per-Server counts.
