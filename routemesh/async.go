@@ -160,7 +160,8 @@ type asyncCall struct {
 	start   int64 // table clock at the start, for the latency histogram
 
 	fut  *Future            // the Reply goes here,
-	slot actors.Reservation // or, when fut is nil, into this slot
+	fn   func(Reply)        // or to this function,
+	slot actors.Reservation // or, when both are nil, into this slot
 	tag  any
 }
 
@@ -186,6 +187,10 @@ func (a *asyncCall) end(r Reply) {
 	n.cnt.result(r.Err)
 	if a.fut != nil {
 		a.fut.complete(r)
+		return
+	}
+	if a.fn != nil {
+		a.fn(r)
 		return
 	}
 	a.post(r)

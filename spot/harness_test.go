@@ -179,6 +179,7 @@ type nodeOpts struct {
 	kinds  []spot.Registration
 	weight uint32
 	cfg    *spot.Config
+	more   func(*routemesh.MeshBuilder) // more roles, when set
 }
 
 // startNode starts an automatic MeshNode of mesh on store with the Spot
@@ -190,6 +191,9 @@ func startNode(t *testing.T, store location.Store, prefix string, o nodeOpts) (*
 		SetObjectRole(o.role)
 	if o.weight > 0 {
 		b.SetPlacementWeight(o.weight)
+	}
+	if o.more != nil {
+		o.more(b)
 	}
 	cfg := fastSpots
 	if o.cfg != nil {
