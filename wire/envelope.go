@@ -58,26 +58,32 @@ type Envelope struct {
 	Headroom             map[string]uint32 // Heartbeat/Reply: per-channel admission headroom (free slots); nil = unknown
 	Draining             bool              // Heartbeat/Drain
 	Seq                  uint64            // Heartbeat sequence
+	// Trace is the caller's trace context (Request/Send), opaque to wire:
+	// at most MaxTraceLen bytes; nil = none, and costs no bytes.
+	Trace []byte
 }
+
+// MaxTraceLen bounds Envelope.Trace; a longer one is a protocol error.
+const MaxTraceLen = 64
 
 // Envelope wire layout: an array of up to envelopeFields values in this
 // order; trailing zero values are left out, so a Request costs no bytes for
 // the heartbeat fields:
 //
 //	[kind, corr, channel, packet, timeoutMs, payload, code, headroom,
-//	 generation, revision, servers, draining, seq]
+//	 generation, revision, servers, draining, seq, trace]
 //
 // A nil Payload/Headroom/Servers is msgpack nil (and counts as zero); an
 // empty non-nil one is an empty bin/map, so the difference survives.
-const envelopeFields = 13
+const envelopeFields = 14
 
 // Size returns an upper bound of e's encoded size in bytes, computed without
 // encoding. Owners use it for byte budgets and senders for batch limits.
 func (e *Envelope) Size() int {
 	// Fixed part: array header 1, kind 1, corr 9, channel/packet/payload
 	// headers 5 each, timeout 5, code 3, headroom/servers headers 5 each,
-	// generation 9, revision 9, draining 1, seq 9.
-	n := 72 + len(e.Channel) + len(e.Packet) + len(e.Payload)
+	// generation 9, revision 9, draining 1, seq 9, trace header 5.
+	n := 77 + len(e.Channel) + len(e.Packet) + len(e.Payload) + len(e.Trace)
 	// Most envelopes (requests, replies) carry neither map: no map
 	// iteration for them, and Size stays small enough to inline.
 	if len(e.Headroom) > 0 || len(e.Servers) > 0 {
@@ -103,6 +109,8 @@ func (e *Envelope) mapsSize() int {
 // fieldCount returns how many leading fields must be written.
 func (e *Envelope) fieldCount() int {
 	switch {
+	case e.Trace != nil:
+		return 14
 	case e.Seq != 0:
 		return 13
 	case e.Draining:
@@ -183,6 +191,10 @@ func (e *encoder) envelope(v *Envelope) {
 		return
 	}
 	e.uint(v.Seq)
+	if n < 14 {
+		return
+	}
+	e.bin(v.Trace)
 }
 
 // batch decodes the envelopes of a Batch frame, into buf's array when it
@@ -273,6 +285,13 @@ func (r *reader) envelope(v *Envelope, lastChannel, lastPacket *string) {
 		return
 	}
 	v.Seq = r.uint(math.MaxUint64)
+	if n < 14 {
+		return
+	}
+	v.Trace = r.binBytes()
+	if len(v.Trace) > MaxTraceLen {
+		r.fail("envelope: trace context too long")
+	}
 }
 
 // interned reads a string, reusing *last when the bytes are equal.

@@ -41,7 +41,18 @@ func sampleEnvelopes() []Envelope {
 		{Kind: KindGoodbye},
 		{Kind: KindRequest, Corr: math.MaxUint64, Packet: "Ping", Payload: []byte{}},               // node direct, empty payload
 		{Kind: KindHeartbeat, Headroom: map[string]uint32{}, Servers: map[string]uint16{}, Seq: 1}, // empty, not nil
+		{Kind: KindRequest, Corr: 3, Channel: "match", Packet: "JoinMatch", TimeoutMs: 5000, Payload: []byte{0xc0}, Trace: sampleTrace()},
+		{Kind: KindSend, Packet: "Chat", Trace: sampleTrace()}, // trace after zero fields
 	}
+}
+
+// sampleTrace is a W3C-shaped trace context: trace id, span id, flags.
+func sampleTrace() []byte {
+	t := make([]byte, 25)
+	for i := range t {
+		t[i] = byte(i + 1)
+	}
+	return t
 }
 
 func sampleFrames() []*Frame {
@@ -115,6 +126,29 @@ func TestEnvelope_RoundTripEachKind(t *testing.T) {
 	}
 }
 
+// An envelope without a trace context is written exactly as before the
+// trace field existed; with one, the trace is the 14th field.
+func TestEnvelope_TraceFieldOnlyWhenSet(t *testing.T) {
+	e := Envelope{Kind: KindRequest, Corr: 5, Channel: "match", Packet: "JoinMatch", TimeoutMs: 100, Payload: []byte("p")}
+	var plain encoder
+	plain.envelope(&e)
+	e.Trace = sampleTrace()
+	var traced encoder
+	traced.envelope(&e)
+	if traced.b[0] != 0x9e { // fixarray of 14
+		t.Fatalf("traced request header = %#x, want 0x9e", traced.b[0])
+	}
+	if !bytes.HasSuffix(traced.b, append([]byte{mpBin8, 25}, sampleTrace()...)) {
+		t.Fatalf("traced request does not end with its trace: % x", traced.b)
+	}
+	if !bytes.Equal(plain.b[1:], traced.b[1:len(plain.b)]) {
+		t.Fatal("the fields before the trace changed")
+	}
+	if e.Size() < len(traced.b) {
+		t.Fatalf("Size() = %d < encoded %d", e.Size(), len(traced.b))
+	}
+}
+
 func TestEnvelope_TrailingZeroFieldsOmitted(t *testing.T) {
 	e := Envelope{Kind: KindRequest, Corr: 5, Channel: "match", Packet: "JoinMatch", TimeoutMs: 100, Payload: []byte("p")}
 	var enc encoder
@@ -153,7 +187,9 @@ func TestDecodeFrame_Errors(t *testing.T) {
 		{"negative fixint", []byte{0x93, 0x01, 0x05, 0x91, 0x92, 0x01, 0xff}, false},
 		{"negative int8", []byte{0x93, 0x01, 0x05, 0x91, 0x92, 0x01, 0xd0, 0xff}, false},
 		{"negative int64", []byte{0x93, 0x01, 0x05, 0x91, 0x92, 0x01, 0xd3, 0x80, 0, 0, 0, 0, 0, 0, 0}, false},
-		{"envelope too many fields", append([]byte{0x93, 0x01, 0x05, 0x91, 0xdc, 0x00, 14, 0x01}, bytes.Repeat([]byte{0}, 13)...), false},
+		{"envelope too many fields", append([]byte{0x93, 0x01, 0x05, 0x91, 0xdc, 0x00, 15, 0x01}, bytes.Repeat([]byte{0}, 14)...), false},
+		{"trace too long", append([]byte{0x93, 0x01, 0x05, 0x91, 0x9e, 0x02, 0, 0xa0, 0xa0, 0, 0xc0, 0, 0xc0, 0, 0, 0xc0, 0xc2, 0, 0xc4, MaxTraceLen + 1},
+			bytes.Repeat([]byte{7}, MaxTraceLen+1)...), false},
 		{"duplicate map key", []byte{0x93, 0x01, 0x05, 0x91, 0x98, 0x05, 0, 0xa0, 0xa0, 0, 0xc0, 0, 0x82, 0xa1, 'x', 1, 0xa1, 'x', 2}, false},
 		{"weight over max", []byte{0x93, 0x01, 0x05, 0x91, 0x9b, 0x06, 0, 0xa0, 0xa0, 0, 0xc0, 0, 0xc0, 0, 0, 0x81, 0xa1, 'x', 0xcd, 0x27, 0x11}, false},
 		{"reject zero reason", []byte{0x93, 0x01, 0x04, 0x92, 0x00, 0xa0}, false},
@@ -361,6 +397,7 @@ func genEnvelope() *rapid.Generator[Envelope] {
 			Headroom:   genNil(rapid.MapOfN(rapid.String(), rapid.Uint32(), 0, 20)).Draw(t, "headroom"),
 			Draining:   rapid.Bool().Draw(t, "draining"),
 			Seq:        rapid.OneOf(rapid.Just[uint64](0), rapid.Uint64()).Draw(t, "seq"),
+			Trace:      genNil(rapid.SliceOfN(rapid.Byte(), 0, MaxTraceLen)).Draw(t, "trace"),
 		}
 	})
 }
