@@ -163,6 +163,7 @@ type asyncCall struct {
 	fn   func(Reply)        // or to this function,
 	slot actors.Reservation // or, when both are nil, into this slot
 	tag  any
+	tr   *asyncTrace // the call's span, when the node traces
 }
 
 // notify ends a registered call with its table result.
@@ -181,6 +182,9 @@ func (a *asyncCall) notify(r result) {
 // end counts the result and delivers it. It must not block.
 func (a *asyncCall) end(r Reply) {
 	n := a.n
+	if a.tr != nil {
+		a.tr.end(r.Err)
+	}
 	if a.channel != "" {
 		n.lat.observe(time.Duration(n.calls.now() - a.start))
 	}
@@ -226,6 +230,9 @@ func (n *Node) callAsync(a *asyncCall, channel, rid, packet string, payload []by
 	}
 	e := wire.Envelope{Kind: wire.KindRequest, Channel: channel, Packet: packet, Payload: payload,
 		TimeoutMs: uint32(min(timeout.Milliseconds()+1, int64(^uint32(0))))}
+	if t := n.cfg.Tracer; t != nil {
+		n.traceAsync(t, a, l, &e)
+	}
 	corr := n.corr.Add(1)
 	e.Corr = corr
 	p := &a.p

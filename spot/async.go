@@ -52,7 +52,7 @@ func (c *Context) CallAsync(channel, packet string, payload []byte, timeout time
 	if err := c.asyncCheck(); err != nil {
 		return err
 	}
-	return c.Node.CallAsync(channel, packet, payload, timeout, c.act.ref, tag)
+	return c.Node.CallAsyncContext(c.Context, channel, packet, payload, timeout, c.act.ref, tag)
 }
 
 // CallNodeAsync is CallAsync for a Node-direct request to rid.
@@ -60,7 +60,7 @@ func (c *Context) CallNodeAsync(rid, packet string, payload []byte, timeout time
 	if err := c.asyncCheck(); err != nil {
 		return err
 	}
-	return c.Node.CallNodeAsync(rid, packet, payload, timeout, c.act.ref, tag)
+	return c.Node.CallNodeAsyncContext(c.Context, rid, packet, payload, timeout, c.act.ref, tag)
 }
 
 // CallSpotAsync is CallAsync for a request to the Spot (kind, id): no turn

@@ -1,0 +1,53 @@
+package spot
+
+import (
+	"context"
+
+	"github.com/zlink-go/zlink/routemesh"
+)
+
+// Tracing: when the node has a routemesh.Tracer, every Spot turn that runs
+// a request or a one-way message is a span, a child of the caller's span
+// (the trace context the request carried), and the turn's Context carries
+// it, so calls made from the turn continue the trace.
+
+// startTurn starts the span of d's turn (nil when the node does not trace)
+// and returns the context the turn runs with.
+func (rt *runtime) startTurn(ctx context.Context, ks *kindState, act *activation, d *delivery) (context.Context, routemesh.Span) {
+	t := rt.n.Tracer()
+	if t == nil {
+		return ctx, nil
+	}
+	tctx, sp := t.StartHandler(ctx, d.r.Trace, routemesh.SpanInfo{Kind: routemesh.SpanSpotTurn, Mesh: rt.n.Mesh(),
+		Packet: d.h.packet, Target: rt.n.RID(), From: d.r.From, SpotKind: ks.reg.name, SpotID: act.id})
+	if tctx == nil {
+		tctx = ctx
+	}
+	return tctx, sp
+}
+
+// endTurn ends a turn's span with the error its caller gets.
+func endTurn(sp routemesh.Span, err error) {
+	if sp != nil {
+		sp.End(err)
+	}
+}
+
+// asyncBase is the context an asynchronous Spot call of c's turn runs
+// under: the runtime's, carrying the turn's values (its span) when the
+// node traces, but not its call chain nor its deadline.
+func (rt *runtime) asyncBase(c *Context) context.Context {
+	if rt.n.Tracer() == nil {
+		return rt.base
+	}
+	return valuesOf{Context: rt.base, values: c.Context}
+}
+
+// valuesOf is a context that ends with its own Context and answers values
+// from another.
+type valuesOf struct {
+	context.Context
+	values context.Context
+}
+
+func (v valuesOf) Value(key any) any { return v.values.Value(key) }
