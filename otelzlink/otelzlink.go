@@ -60,7 +60,7 @@ func New(tp trace.TracerProvider) *Tracer {
 
 // StartCall starts a client (request) or producer (one-way) span under
 // ctx and returns its trace context for the envelope.
-func (t *Tracer) StartCall(ctx context.Context, s routemesh.SpanInfo) (routemesh.Span, []byte) {
+func (t *Tracer) StartCall(ctx context.Context, s routemesh.SpanInfo) (routemesh.Span, string) {
 	kind := trace.SpanKindClient
 	if s.Kind == routemesh.SpanSend {
 		kind = trace.SpanKindProducer
@@ -72,7 +72,7 @@ func (t *Tracer) StartCall(ctx context.Context, s routemesh.SpanInfo) (routemesh
 // StartHandler starts a server span, a child of the incoming trace
 // context (or of ctx's span when there is none), and returns ctx carrying
 // it.
-func (t *Tracer) StartHandler(ctx context.Context, tc []byte, s routemesh.SpanInfo) (context.Context, routemesh.Span) {
+func (t *Tracer) StartHandler(ctx context.Context, tc string, s routemesh.SpanInfo) (context.Context, routemesh.Span) {
 	if sc, ok := Decode(tc); ok {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
 	}
@@ -129,24 +129,24 @@ func CodeName(err error) string {
 	return wire.CodeOf(err).String()
 }
 
-// Encode writes sc as an envelope's trace context; nil when sc is not
-// valid.
-func Encode(sc trace.SpanContext) []byte {
+// Encode writes sc as an envelope's trace context (bytes in a string); ""
+// when sc is not valid.
+func Encode(sc trace.SpanContext) string {
 	if !sc.IsValid() {
-		return nil
+		return ""
 	}
-	b := make([]byte, TraceLen)
+	var b [TraceLen]byte
 	tid, sid := sc.TraceID(), sc.SpanID()
-	copy(b, tid[:])
+	copy(b[:], tid[:])
 	copy(b[16:], sid[:])
 	b[24] = byte(sc.TraceFlags())
-	return b
+	return string(b[:])
 }
 
 // Decode reads an envelope's trace context as a remote span context. Bytes
 // beyond TraceLen are ignored (room for later additions); a shorter or
 // invalid one is no context.
-func Decode(b []byte) (trace.SpanContext, bool) {
+func Decode(b string) (trace.SpanContext, bool) {
 	if len(b) < TraceLen {
 		return trace.SpanContext{}, false
 	}

@@ -15,5 +15,5 @@ import "time"
 // calls without parking a goroutine per call.
 func (n *Node) CallNodeFunc(rid, packet string, payload []byte, timeout time.Duration, fn func(Reply)) {
 	a := &asyncCall{fn: fn}
-	n.callAsync(a, "", rid, packet, payload, timeout)
+	n.callAsync(a, "", rid, packet, payload, timeout, nil)
 }

@@ -96,9 +96,9 @@ type Request struct {
 	// OneWay is true for a one-way message (SendNode): Reply and Fail
 	// only end it, nothing goes back.
 	OneWay bool
-	// Trace is the caller's trace context (nil = none), for
+	// Trace is the caller's trace context ("" = none), for
 	// Tracer.StartHandler of whatever runs the request.
-	Trace []byte
+	Trace string
 
 	n    *Node
 	to   *link

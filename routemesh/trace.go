@@ -28,13 +28,13 @@ type Tracer interface {
 	// StartCall starts the span of an outgoing request or one-way message
 	// made under ctx (the span's parent when ctx carries one). It returns
 	// the span (nil: none) and the trace context to carry in the envelope
-	// (nil, or longer than wire.MaxTraceLen: none).
-	StartCall(ctx context.Context, s SpanInfo) (Span, []byte)
+	// ("", or longer than wire.MaxTraceLen: none), bytes in a string.
+	StartCall(ctx context.Context, s SpanInfo) (Span, string)
 	// StartHandler starts the span of a handler run (a request or one-way
 	// handler, or a Spot turn) as a child of trace, the incoming trace
-	// context (nil: none). The handler runs with the context it returns,
-	// derived from ctx.
-	StartHandler(ctx context.Context, trace []byte, s SpanInfo) (context.Context, Span)
+	// context ("": none). The handler runs with the context it returns,
+	// derived from ctx (nil: ctx).
+	StartHandler(ctx context.Context, trace string, s SpanInfo) (context.Context, Span)
 }
 
 // Span is one started span.
@@ -93,7 +93,7 @@ func (n *Node) Tracer() Tracer { return n.cfg.Tracer }
 // context in e when l reads it.
 func (n *Node) startCall(t Tracer, ctx context.Context, l *link, e *wire.Envelope, kind SpanKind) Span {
 	sp, tc := t.StartCall(ctx, SpanInfo{Kind: kind, Mesh: n.cfg.Mesh, Channel: e.Channel, Packet: e.Packet, Target: l.rid})
-	if tc != nil && len(tc) <= wire.MaxTraceLen && (l.p == nil || l.trace) {
+	if tc != "" && len(tc) <= wire.MaxTraceLen && (l.p == nil || l.trace) {
 		e.Trace = tc
 	}
 	return sp
@@ -119,25 +119,29 @@ func (n *Node) tracedOneWay(t Tracer, ctx context.Context, l *link, e wire.Envel
 	return err
 }
 
-// asyncTrace is an asynchronous call's tracing state: the context the call
-// was made under (its parent) and, once started, its span.
-type asyncTrace struct {
-	ctx  context.Context
+// tracedAsync ends an asynchronous call's span with its result, then the
+// call.
+type tracedAsync struct {
+	a    *asyncCall
 	span Span
 }
 
-func (t *asyncTrace) end(err error) {
-	if t.span != nil {
-		t.span.End(err)
-	}
+func (t *tracedAsync) notify(r result) {
+	t.span.End(r.err)
+	t.a.notify(r)
 }
 
-// traceAsync starts the span of an asynchronous call a, sent to l.
-func (n *Node) traceAsync(t Tracer, a *asyncCall, l *link, e *wire.Envelope) {
-	if a.tr == nil {
-		a.tr = &asyncTrace{ctx: context.Background()}
+// traceAsync starts the span of an asynchronous call a, sent to l under
+// parent (nil: none), and returns what its table entry notifies.
+func (n *Node) traceAsync(t Tracer, parent context.Context, a *asyncCall, l *link, e *wire.Envelope) notifier {
+	if parent == nil {
+		parent = context.Background()
 	}
-	a.tr.span = n.startCall(t, a.tr.ctx, l, e, SpanCall)
+	sp := n.startCall(t, parent, l, e, SpanCall)
+	if sp == nil {
+		return a
+	}
+	return &tracedAsync{a: a, span: sp}
 }
 
 // CallAsyncContext is CallAsync whose call continues the trace ctx carries
@@ -159,10 +163,7 @@ func (n *Node) callAsyncContext(ctx context.Context, channel, rid, packet string
 		return err
 	}
 	a := &asyncCall{slot: slot, tag: tag}
-	if n.cfg.Tracer != nil && ctx != nil {
-		a.tr = &asyncTrace{ctx: ctx}
-	}
-	n.callAsync(a, channel, rid, packet, payload, timeout)
+	n.callAsync(a, channel, rid, packet, payload, timeout, ctx)
 	return nil
 }
 

@@ -42,16 +42,16 @@ func (t *recTracer) start(s SpanInfo, parent byte) *recSpan {
 	return sp
 }
 
-func (t *recTracer) StartCall(ctx context.Context, s SpanInfo) (Span, []byte) {
+func (t *recTracer) StartCall(ctx context.Context, s SpanInfo) (Span, string) {
 	var parent byte
 	if p, ok := ctx.Value(recKey{}).(*recSpan); ok {
 		parent = p.id
 	}
 	sp := t.start(s, parent)
-	return sp, []byte{sp.id}
+	return sp, string([]byte{sp.id})
 }
 
-func (t *recTracer) StartHandler(ctx context.Context, tc []byte, s SpanInfo) (context.Context, Span) {
+func (t *recTracer) StartHandler(ctx context.Context, tc string, s SpanInfo) (context.Context, Span) {
 	var parent byte
 	if len(tc) == 1 {
 		parent = tc[0]
@@ -242,11 +242,11 @@ func TestTrace_OnlyToPeersThatReadIt(t *testing.T) {
 	e := wire.Envelope{Kind: wire.KindRequest, Packet: "echo"}
 	old := &link{rid: l.rid, gen: l.gen, p: l.p, objectRole: l.objectRole, recvLimit: l.recvLimit}
 	cli.startCall(cliT, context.Background(), old, &e, SpanCall)
-	if e.Trace != nil {
+	if e.Trace != "" {
 		t.Fatalf("trace context %x for a peer without the capability", e.Trace)
 	}
 	cli.startCall(cliT, context.Background(), l, &e, SpanCall)
-	if e.Trace == nil {
+	if e.Trace == "" {
 		t.Fatal("no trace context for a peer with the capability")
 	}
 }

@@ -44,23 +44,25 @@ func (k Kind) String() string {
 func (k Kind) valid() bool { return k >= 1 && k < kindEnd }
 
 // Envelope is one message inside a Batch frame. Which fields a kind uses is
-// listed on each field; the others stay zero.
+// listed on each field; the others stay zero. (The small fields come first
+// and together: envelopes are copied into every admitted request.)
 type Envelope struct {
 	Kind                 Kind
+	Draining             bool              // Heartbeat/Drain
+	Code                 Code              // Error
+	TimeoutMs            uint32            // Request: remaining time budget at send
 	Corr                 uint64            // correlation id: Request/Reply/Error
 	Channel              string            // "" = node direct
 	Packet               string            // packet name
-	TimeoutMs            uint32            // Request: remaining time budget at send
-	Code                 Code              // Error
 	Payload              []byte            // Request/Send/Reply: app payload; Error: message text
 	Generation, Revision uint64            // Heartbeat, WeightUpdate
 	Servers              map[string]uint16 // WeightUpdate: full Server set with weights
 	Headroom             map[string]uint32 // Heartbeat/Reply: per-channel admission headroom (free slots); nil = unknown
-	Draining             bool              // Heartbeat/Drain
 	Seq                  uint64            // Heartbeat sequence
 	// Trace is the caller's trace context (Request/Send), opaque to wire:
-	// at most MaxTraceLen bytes; nil = none, and costs no bytes.
-	Trace []byte
+	// at most MaxTraceLen bytes, written as bin; "" = none, and costs no
+	// bytes.
+	Trace string
 }
 
 // MaxTraceLen bounds Envelope.Trace; a longer one is a protocol error.
@@ -109,7 +111,7 @@ func (e *Envelope) mapsSize() int {
 // fieldCount returns how many leading fields must be written.
 func (e *Envelope) fieldCount() int {
 	switch {
-	case e.Trace != nil:
+	case e.Trace != "":
 		return 14
 	case e.Seq != 0:
 		return 13
@@ -194,7 +196,7 @@ func (e *encoder) envelope(v *Envelope) {
 	if n < 14 {
 		return
 	}
-	e.bin(v.Trace)
+	e.binString(v.Trace)
 }
 
 // batch decodes the envelopes of a Batch frame, into buf's array when it
@@ -288,9 +290,10 @@ func (r *reader) envelope(v *Envelope, lastChannel, lastPacket *string) {
 	if n < 14 {
 		return
 	}
-	v.Trace = r.binBytes()
-	if len(v.Trace) > MaxTraceLen {
+	if p := r.binBytes(); len(p) > MaxTraceLen {
 		r.fail("envelope: trace context too long")
+	} else if len(p) > 0 {
+		v.Trace = string(p)
 	}
 }
 

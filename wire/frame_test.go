@@ -47,12 +47,12 @@ func sampleEnvelopes() []Envelope {
 }
 
 // sampleTrace is a W3C-shaped trace context: trace id, span id, flags.
-func sampleTrace() []byte {
+func sampleTrace() string {
 	t := make([]byte, 25)
 	for i := range t {
 		t[i] = byte(i + 1)
 	}
-	return t
+	return string(t)
 }
 
 func sampleFrames() []*Frame {
@@ -138,7 +138,7 @@ func TestEnvelope_TraceFieldOnlyWhenSet(t *testing.T) {
 	if traced.b[0] != 0x9e { // fixarray of 14
 		t.Fatalf("traced request header = %#x, want 0x9e", traced.b[0])
 	}
-	if !bytes.HasSuffix(traced.b, append([]byte{mpBin8, 25}, sampleTrace()...)) {
+	if !bytes.HasSuffix(traced.b, append([]byte{mpBin8, 25}, sampleTrace()...)) || len(traced.b) != len(plain.b)+7+2+25 { // 7 zero fields, the bin header, the trace
 		t.Fatalf("traced request does not end with its trace: % x", traced.b)
 	}
 	if !bytes.Equal(plain.b[1:], traced.b[1:len(plain.b)]) {
@@ -397,7 +397,7 @@ func genEnvelope() *rapid.Generator[Envelope] {
 			Headroom:   genNil(rapid.MapOfN(rapid.String(), rapid.Uint32(), 0, 20)).Draw(t, "headroom"),
 			Draining:   rapid.Bool().Draw(t, "draining"),
 			Seq:        rapid.OneOf(rapid.Just[uint64](0), rapid.Uint64()).Draw(t, "seq"),
-			Trace:      genNil(rapid.SliceOfN(rapid.Byte(), 0, MaxTraceLen)).Draw(t, "trace"),
+			Trace:      string(rapid.SliceOfN(rapid.Byte(), 0, MaxTraceLen).Draw(t, "trace")),
 		}
 	})
 }
