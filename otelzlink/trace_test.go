@@ -3,215 +3,19 @@ package otelzlink_test
 import (
 	"context"
 	"errors"
-	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
-	"go.uber.org/goleak"
 
-	zlink "github.com/zlink-go/zlink"
-	"github.com/zlink-go/zlink/location"
 	"github.com/zlink-go/zlink/otelzlink"
 	"github.com/zlink-go/zlink/routemesh"
-	"github.com/zlink-go/zlink/spot"
 	"github.com/zlink-go/zlink/wire"
-)
-
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreTopFunction("github.com/go-zeromq/zmq4.(*pubMWriter).run"),
-		goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
-		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
-	)
-}
-
-const mesh = "game"
-
-type joinReq struct {
-	Player string
-	Fail   bool // the seat Spot refuses
-	Block  bool // the handler waits for its deadline
-}
-
-var (
-	joinP = wire.NewPacket[joinReq, int64]("join")
-	seatP = wire.NewPacket[joinReq, int64]("seat")
-)
-
-var (
-	fastLiveness  = routemesh.LivenessConfig{Interval: 50 * time.Millisecond, MaxGap: 5, LastHeard: 400 * time.Millisecond}
-	fastDiscovery = routemesh.DiscoveryConfig{DescriptorTTL: 500 * time.Millisecond, Poll: 100 * time.Millisecond, InboundGrace: time.Second}
-	fastSpots     = spot.Config{LeaseTTL: time.Second, RenewEvery: 200 * time.Millisecond, Margin: 200 * time.Millisecond}
-)
-
-// The "seat" Spot kind: a table that counts its seated players.
-func tableKind() spot.Registration {
-	k := spot.NewKind("table", func(string) *int64 { return new(int64) })
-	spot.On(k, seatP, func(_ *spot.Context, n *int64, r joinReq) (int64, error) {
-		if r.Fail {
-			return 0, fmt.Errorf("no seat for %s", r.Player)
-		}
-		*n++
-		return *n, nil
-	})
-	return k
-}
-
-// start starts an automatic node of mesh on store; setup declares its
-// roles. tp nil = tracing off.
-func start(t *testing.T, store location.Store, prefix string, tp trace.TracerProvider, setup func(*routemesh.MeshBuilder)) *routemesh.Node {
-	t.Helper()
-	opts := zlink.NewOptions().SetLocationStore(store)
-	b := opts.AddRouteMesh(mesh).SetRoutingIDPrefix(prefix).ConfigureLiveness(fastLiveness).ConfigureDiscovery(fastDiscovery)
-	if tp != nil {
-		b.SetTracer(otelzlink.New(tp))
-	}
-	setup(b)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	h, err := zlink.Start(ctx, opts)
-	if err != nil {
-		t.Fatalf("start %s: %v", prefix, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := h.Stop(ctx); err != nil {
-			t.Errorf("stop %s: %v", prefix, err)
-		}
-	})
-	return h.Mesh(mesh)
-}
-
-func ctxT(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// world is a lobby (no object role) that calls channel "match" on a match
-// Server (an Object Client), whose handler seats the player at a "table"
-// Spot hosted by an Object Server: three nodes over loopback ZeroMQ.
-type world struct {
-	lobby, match, objects *routemesh.Node
-}
-
-// newWorld starts the three nodes; lobbyTP and tp are the lobby's and the
-// other two nodes' tracer providers (nil = tracing off).
-func newWorld(t *testing.T, lobbyTP, tp trace.TracerProvider) *world {
-	store := location.NewMemory()
-	w := &world{}
-	w.objects = start(t, store, "objects", tp, func(b *routemesh.MeshBuilder) {
-		b.SetObjectRole(routemesh.ObjectServer)
-		spot.EnableWith(b, fastSpots, tableKind())
-	})
-	w.match = start(t, store, "match", tp, func(b *routemesh.MeshBuilder) {
-		b.SetObjectRole(routemesh.ObjectClient)
-		spot.EnableWith(b, fastSpots)
-		routemesh.OnRequest(b.Channel("match").Server(), joinP, func(c *routemesh.Context, r joinReq) (int64, error) {
-			if r.Block {
-				<-c.Done()
-				return 0, fmt.Errorf("%w: %w", wire.ErrTimeout, c.Err())
-			}
-			return spot.Call(c, c.Node(), "table", "t1", seatP, r)
-		})
-	})
-	w.lobby = start(t, store, "lobby", lobbyTP, func(b *routemesh.MeshBuilder) {
-		b.Channel("match").Client()
-	})
-	if err := w.lobby.WaitReady(ctxT(t, 10*time.Second), "match"); err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []*routemesh.Node{w.match, w.objects} {
-		if err := n.WaitPeers(ctxT(t, 10*time.Second), 2); err != nil {
-			t.Fatalf("%s: %v", n.RID(), err)
-		}
-		if err := spot.WaitReady(ctxT(t, 10*time.Second), n); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return w
-}
-
-func newProvider(t *testing.T) (*sdktrace.TracerProvider, *tracetest.InMemoryExporter) {
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithSampler(sdktrace.AlwaysSample()))
-	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	return tp, exp
-}
-
-// spansOf waits until the trace tid has a span of every name in names
-// and returns the trace's spans by name.
-func spansOf(t *testing.T, exp *tracetest.InMemoryExporter, tid trace.TraceID, names ...string) map[string]tracetest.SpanStub {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got := map[string]tracetest.SpanStub{}
-		for _, s := range exp.GetSpans() {
-			if s.SpanContext.TraceID() == tid {
-				got[s.Name] = s
-			}
-		}
-		missing := ""
-		for _, n := range names {
-			if _, ok := got[n]; !ok {
-				missing = n
-			}
-		}
-		if missing == "" {
-			return got
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("span %q of trace %s never ended; have %v", missing, tid, keys(got))
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-func keys(m map[string]tracetest.SpanStub) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
-}
-
-func attr(s tracetest.SpanStub, k attribute.Key) string {
-	for _, a := range s.Attributes {
-		if a.Key == k {
-			return a.Value.Emit()
-		}
-	}
-	return "<unset>"
-}
-
-func wantAttrs(t *testing.T, s tracetest.SpanStub, want map[attribute.Key]string) {
-	t.Helper()
-	for k, v := range want {
-		if got := attr(s, k); got != v {
-			t.Errorf("span %q: %s = %q, want %q", s.Name, k, got, v)
-		}
-	}
-}
-
-func wantParent(t *testing.T, child, parent tracetest.SpanStub) {
-	t.Helper()
-	if child.Parent.SpanID() != parent.SpanContext.SpanID() {
-		t.Errorf("span %q: parent %s, want %q (%s)", child.Name, child.Parent.SpanID(), parent.Name, parent.SpanContext.SpanID())
-	}
-}
-
-const (
-	callName    = "zlink.call match/join"
-	handlerName = "zlink.handler match/join"
-	spotCall    = "zlink.call zlink.spot"
-	turnName    = "zlink.spot_turn table/seat"
 )
 
 // A call from the lobby through the match Server to a Spot is one trace:
@@ -357,4 +161,59 @@ func TestEncodeDecode(t *testing.T) {
 			t.Fatalf("decoded %x", bad)
 		}
 	}
+}
+
+// Calls a Spot turn makes continue the trace: a blocking Spot call, an
+// asynchronous channel call and an asynchronous Spot call are children of
+// the turn's span, and the turns and handler they reach are theirs.
+func TestTrace_SpotTurnCallsContinueTheTrace(t *testing.T) {
+	tp, exp := newProvider(t)
+	w := newWorld(t, tp, tp)
+
+	ctx, root := tp.Tracer("test").Start(ctxT(t, 10*time.Second), "lobby request")
+	if _, err := routemesh.Call(ctx, w.lobby, "match", joinP, joinReq{Player: "p5", Fanout: true}); err != nil {
+		t.Fatal(err)
+	}
+	root.End()
+	for range 2 {
+		select {
+		case r := <-w.replies:
+			if r.Err != nil {
+				t.Fatalf("async reply %v: %v", r.Tag, r.Err)
+			}
+		case <-ctx.Done():
+			t.Fatal("the asynchronous replies never came")
+		}
+	}
+	spans := traceSpans(t, exp, root.SpanContext().TraceID(), 11)
+	var rootStub tracetest.SpanStub
+	for _, s := range spans {
+		if s.Name == "lobby request" {
+			rootStub = s
+		}
+	}
+	call := childOf(t, spans, rootStub, callName, nil)
+	handler := childOf(t, spans, call, handlerName, nil)
+	inner := childOf(t, spans, handler, spotCall, nil)
+	t1 := childOf(t, spans, inner, "zlink.spot_turn table/fanout", map[attribute.Key]string{otelzlink.AttrSpotID: "t1"})
+
+	// Two Spot calls (t2 waited for, t3 not), each the parent of its turn.
+	var seated []string
+	for _, c := range spans {
+		if c.Name == spotCall && c.Parent.SpanID() == t1.SpanContext.SpanID() {
+			wantAttrs(t, c, map[attribute.Key]string{otelzlink.AttrTargetRID: w.objects.RID()})
+			for _, s := range spans {
+				if s.Name == turnName && s.Parent.SpanID() == c.SpanContext.SpanID() {
+					seated = append(seated, attr(s, otelzlink.AttrSpotID))
+				}
+			}
+		}
+	}
+	slices.Sort(seated)
+	if !slices.Equal(seated, []string{"t2", "t3"}) {
+		t.Fatalf("turns under the fanout's Spot calls: %v, want t2 and t3", seated)
+	}
+
+	ping := childOf(t, spans, t1, "zlink.call match/ping", map[attribute.Key]string{otelzlink.AttrTargetRID: w.match.RID()})
+	childOf(t, spans, ping, "zlink.handler match/ping", map[attribute.Key]string{otelzlink.AttrFromRID: w.objects.RID()})
 }
