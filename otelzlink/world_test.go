@@ -78,7 +78,7 @@ func tableKind(replies chan<- *spot.Reply) spot.Registration {
 
 // start starts an automatic node of mesh on store; setup declares its
 // roles. tp nil = tracing off.
-func start(t *testing.T, store location.Store, prefix string, tp trace.TracerProvider, setup func(*routemesh.MeshBuilder)) *routemesh.Node {
+func start(t testing.TB, store location.Store, prefix string, tp trace.TracerProvider, setup func(*routemesh.MeshBuilder)) *routemesh.Node {
 	t.Helper()
 	opts := zlink.NewOptions().SetLocationStore(store)
 	b := opts.AddRouteMesh(mesh).SetRoutingIDPrefix(prefix).ConfigureLiveness(fastLiveness).ConfigureDiscovery(fastDiscovery)
@@ -102,7 +102,7 @@ func start(t *testing.T, store location.Store, prefix string, tp trace.TracerPro
 	return h.Mesh(mesh)
 }
 
-func ctxT(t *testing.T, d time.Duration) context.Context {
+func ctxT(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
