@@ -157,6 +157,12 @@ func (n *Node) CallNodeAsyncContext(ctx context.Context, rid, packet string, pay
 	return n.callAsyncContext(ctx, "", rid, packet, payload, timeout, replyTo, tag)
 }
 
+// CallNodeFuncContext is CallNodeFunc whose call continues the trace ctx
+// carries (nil: none); see CallAsyncContext.
+func (n *Node) CallNodeFuncContext(ctx context.Context, rid, packet string, payload []byte, timeout time.Duration, fn func(Reply)) {
+	n.callAsync(&asyncCall{fn: fn}, "", rid, packet, payload, timeout, ctx)
+}
+
 func (n *Node) callAsyncContext(ctx context.Context, channel, rid, packet string, payload []byte, timeout time.Duration, replyTo *actors.Ref, tag any) error {
 	slot, err := replyTo.Reserve()
 	if err != nil {

@@ -81,7 +81,7 @@ func (c *Context) CallSpotAsync(kind, id, packet string, payload []byte, timeout
 	if err != nil {
 		return err
 	}
-	sc := &spotCall{rt: rt, slot: slot, tag: tag, deadline: time.Now().Add(timeout), backoff: 10 * time.Millisecond}
+	sc := &spotCall{rt: rt, trace: rt.traceParent(c), slot: slot, tag: tag, deadline: time.Now().Add(timeout), backoff: 10 * time.Millisecond}
 	// No turn waits on it: the call carries no call chain.
 	h, _, err := rt.request(rt.base, kind, id, packet, payload)
 	if err != nil {
@@ -101,6 +101,7 @@ func (c *Context) CallSpotAsync(kind, id, packet string, payload []byte, timeout
 // long as that takes, bounded by the deadline).
 type spotCall struct {
 	rt       *runtime
+	trace    context.Context // nil, or the turn's context: each hop continues its trace
 	h        *header
 	target   string
 	deadline time.Time
@@ -127,7 +128,7 @@ func (sc *spotCall) step(target string) {
 		return
 	}
 	sc.target = target
-	rt.n.CallNodeFunc(target, packetSpot, sc.h.encode(), left, sc.hop)
+	rt.n.CallNodeFuncContext(sc.trace, target, packetSpot, sc.h.encode(), left, sc.hop)
 }
 
 func (sc *spotCall) placeFresh() {

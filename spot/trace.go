@@ -33,21 +33,12 @@ func endTurn(sp routemesh.Span, err error) {
 	}
 }
 
-// asyncBase is the context an asynchronous Spot call of c's turn runs
-// under: the runtime's, carrying the turn's values (its span) when the
-// node traces, but not its call chain nor its deadline.
-func (rt *runtime) asyncBase(c *Context) context.Context {
+// traceParent is what an asynchronous Spot call of c's turn continues:
+// the turn's context when the node traces (its values only: the call has
+// its own deadline), else nil.
+func (rt *runtime) traceParent(c *Context) context.Context {
 	if rt.n.Tracer() == nil {
-		return rt.base
+		return nil
 	}
-	return valuesOf{Context: rt.base, values: c.Context}
+	return c.Context
 }
-
-// valuesOf is a context that ends with its own Context and answers values
-// from another.
-type valuesOf struct {
-	context.Context
-	values context.Context
-}
-
-func (v valuesOf) Value(key any) any { return v.values.Value(key) }
