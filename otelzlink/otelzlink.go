@@ -35,8 +35,8 @@ const (
 	AttrPacket    = attribute.Key("zlink.packet")     // packet name (a Spot turn: the Spot's packet)
 	AttrTargetRID = attribute.Key("zlink.target_rid") // the node called, or the node running the handler
 	AttrFromRID   = attribute.Key("zlink.from_rid")   // the calling node (handlers, Spot turns)
-	AttrSpotKind  = attribute.Key("zlink.spot.kind")  // Spot turns
-	AttrSpotID    = attribute.Key("zlink.spot.id")    // Spot turns
+	AttrSpotKind  = attribute.Key("zlink.spot.kind")  // Spot turns, and calls routed for a caller
+	AttrSpotID    = attribute.Key("zlink.spot.id")    // Spot turns, and calls routed for a caller
 	AttrErrorCode = attribute.Key("zlink.error.code") // the typed error's code name (timeout, busy, ...)
 )
 
@@ -99,7 +99,7 @@ func attributes(s routemesh.SpanInfo) []attribute.KeyValue {
 	if s.From != "" {
 		a = append(a, AttrFromRID.String(s.From))
 	}
-	if s.Kind == routemesh.SpanSpotTurn {
+	if s.SpotKind != "" {
 		a = append(a, AttrSpotKind.String(s.SpotKind), AttrSpotID.String(s.SpotID))
 	}
 	return a

@@ -15,6 +15,7 @@ import (
 
 	"github.com/zlink-go/zlink/otelzlink"
 	"github.com/zlink-go/zlink/routemesh"
+	"github.com/zlink-go/zlink/spot"
 	"github.com/zlink-go/zlink/wire"
 )
 
@@ -216,4 +217,26 @@ func TestTrace_SpotTurnCallsContinueTheTrace(t *testing.T) {
 
 	ping := childOf(t, spans, t1, "zlink.call match/ping", map[attribute.Key]string{otelzlink.AttrTargetRID: w.match.RID()})
 	childOf(t, spans, ping, "zlink.handler match/ping", map[attribute.Key]string{otelzlink.AttrFromRID: w.objects.RID()})
+}
+
+// A Spot call routed through an Object Server (CallVia) is traced there
+// too: the router's handler span is the child of the caller's, and the
+// call it makes on the caller's behalf reaches the turn in the same trace.
+func TestTrace_CallViaRoutesInTheTrace(t *testing.T) {
+	tp, exp := newProvider(t)
+	w := newWorld(t, tp, tp)
+
+	ctx, root := tp.Tracer("test").Start(ctxT(t, 10*time.Second), "via request")
+	body, _ := seatP.EncodeRequest(joinReq{Player: "p6"})
+	if _, _, err := spot.CallVia(ctx, w.match, w.objects.RID(), "table", "t9", seatP.Name(), body); err != nil {
+		t.Fatal(err)
+	}
+	root.End()
+	spans := traceSpans(t, exp, root.SpanContext().TraceID(), 5)
+	rootStub := childOf(t, spans, tracetest.SpanStub{}, "via request", nil)
+	call := childOf(t, spans, rootStub, spotCall, map[attribute.Key]string{otelzlink.AttrTargetRID: w.objects.RID()})
+	route := childOf(t, spans, call, "zlink.handler zlink.spot", map[attribute.Key]string{
+		otelzlink.AttrSpotKind: "table", otelzlink.AttrSpotID: "t9", otelzlink.AttrFromRID: w.match.RID()})
+	hop := childOf(t, spans, route, spotCall, nil)
+	childOf(t, spans, hop, turnName, map[attribute.Key]string{otelzlink.AttrSpotID: "t9"})
 }

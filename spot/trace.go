@@ -26,6 +26,22 @@ func (rt *runtime) startTurn(ctx context.Context, ks *kindState, act *activation
 	return tctx, sp
 }
 
+// startRoute starts the span of a call this node makes on a caller's
+// behalf (CallVia): a handler span under the caller's, so the hops it
+// makes continue the trace.
+func (rt *runtime) startRoute(ctx context.Context, r *routemesh.Request, h *header) (context.Context, routemesh.Span) {
+	t := rt.n.Tracer()
+	if t == nil {
+		return ctx, nil
+	}
+	tctx, sp := t.StartHandler(ctx, r.Trace, routemesh.SpanInfo{Kind: routemesh.SpanHandler, Mesh: rt.n.Mesh(),
+		Packet: r.Packet, Target: rt.n.RID(), From: r.From, SpotKind: h.kind, SpotID: h.id})
+	if tctx == nil {
+		tctx = ctx
+	}
+	return tctx, sp
+}
+
 // endTurn ends a turn's span with the error its caller gets.
 func endTurn(sp routemesh.Span, err error) {
 	if sp != nil {
