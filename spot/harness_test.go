@@ -32,7 +32,7 @@ const mesh = "game"
 var fastSpots = spot.Config{LeaseTTL: time.Second, RenewEvery: 200 * time.Millisecond, Margin: 200 * time.Millisecond}
 
 var (
-	fastLiveness  = routemesh.LivenessConfig{Interval: 50 * time.Millisecond, MaxGap: 5, LastHeard: 400 * time.Millisecond}
+	fastLiveness  = routemesh.LivenessConfig{Interval: 100 * time.Millisecond, MaxGap: 10, LastHeard: time.Second} // rides out a loaded machine's stalls
 	fastDiscovery = routemesh.DiscoveryConfig{DescriptorTTL: 500 * time.Millisecond, Poll: 100 * time.Millisecond, InboundGrace: time.Second}
 )
 
