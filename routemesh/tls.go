@@ -60,7 +60,8 @@ var (
 	ErrTLSIdentity = zguard.ErrTLSIdentity
 	// ErrTLSPeerRefused: the peer refused this node's certificate.
 	ErrTLSPeerRefused = zguard.ErrTLSPeerRefused
-	// ErrTLSUnexpected: a node without TLS was dialed by a TLS node.
+	// ErrTLSUnexpected: a node without TLS met a TLS node (dialed by it, or
+	// dialing it).
 	ErrTLSUnexpected = zguard.ErrTLSUnexpected
 )
 

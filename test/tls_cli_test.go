@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zlink-go/zlink/internal/zguard/tlstest"
+	"github.com/zlink-go/zlink/routemesh"
 )
 
 // cliPeers is the peers part of GET /status with the last error.
@@ -74,6 +75,62 @@ func TestCLI_MeshTLS(t *testing.T) {
 		r := cliRun(t, 20*time.Second, tc.args...)
 		if r.code != 2 || !strings.Contains(r.stderr, tc.want) {
 			t.Errorf("%s: exit %d, stderr %q; want 2 and %q", tc.name, r.code, r.stderr, tc.want)
+		}
+	}
+}
+
+// The temporary node of `zlink-node request` joins a TLS mesh with the
+// --tls-* flags. Without them, or with a certificate naming another
+// identity, it is refused at once (well before --wait) with a message
+// that names the TLS refusal, and the run node still answers.
+func TestCLI_RequestTLS(t *testing.T) {
+	ca := tlstest.NewCA(t, "mesh CA")
+	srv, cli := ca.Issue(t, tlsMeshID), ca.Issue(t, tlsMeshID)
+	const otherID = "spiffe://zlink.test/mesh/other"
+	other := ca.Issue(t, otherID)
+	a := cliStartNode(t, "--rid", "a", "--server", "match", "--tls-ca", ca.File, "--tls-cert", srv.CertFile, "--tls-key", srv.KeyFile)
+	// --wait is far longer than the test allows each refused run: a
+	// refusal must end the run at once, not at the deadline.
+	req := []string{"request", "--peer", a.peerArg(), "--channel", "match", "--data", "hi", "--wait", "10m"}
+	withTLS := func(c tlstest.Cert) []string {
+		return append(append([]string{}, req...), "--tls-ca", ca.File, "--tls-cert", c.CertFile, "--tls-key", c.KeyFile)
+	}
+	answered := func(what string) {
+		t.Helper()
+		r := cliRun(t, 40*time.Second, withTLS(cli)...)
+		if r.code != 0 || !strings.Contains(r.stdout, "summary ok=1 errors=0") {
+			t.Fatalf("request with TLS flags %s: exit %d\nstdout:\n%s\nstderr:\n%s", what, r.code, r.stdout, r.stderr)
+		}
+	}
+	answered("")
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"without TLS flags", req, []string{routemesh.ErrTLSUnexpected.Error(), "requires TLS", "--tls-ca"}},
+		{"another identity", withTLS(other), []string{routemesh.ErrTLSIdentity.Error(), otherID, tlsMeshID}},
+	} {
+		r := cliRun(t, 40*time.Second, tc.args...)
+		if r.code != 1 || !strings.HasPrefix(r.stdout, "error no_target ") {
+			t.Errorf("%s: exit %d, stdout %q; want 1 and error no_target", tc.name, r.code, r.stdout)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(r.stdout, w) {
+				t.Errorf("%s: stdout %q does not say %q", tc.name, r.stdout, w)
+			}
+		}
+	}
+	answered("after the refusals")
+
+	for _, args := range [][]string{
+		append(req, "--tls-ca", ca.File),
+		{"spot", "--location", "redis://127.0.0.1:1", "--tls-ca", ca.File, "counter", "c1", "get"},
+	} {
+		r := cliRun(t, 20*time.Second, args...)
+		if r.code != 2 || !strings.Contains(r.stderr, "missing --tls-cert, --tls-key") {
+			t.Errorf("%s --tls-ca alone: exit %d, stderr %q; want 2", args[0], r.code, r.stderr)
 		}
 	}
 }

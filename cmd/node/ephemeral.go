@@ -22,6 +22,7 @@ type ephemeral struct {
 	peers      []string // ENDPOINT[#RID]; manual topology when set
 	ridPrefix  string   // the RID prefix of automatic topology
 	secretFile string
+	tls        tlsFiles // mesh-link TLS (all three files or none)
 	log        zerolog.Logger
 	// configure adds the tool's roles to the builder.
 	configure func(*routemesh.MeshBuilder)
@@ -43,6 +44,10 @@ func (e *ephemeral) start(ctx context.Context) (node *routemesh.Node, stop func(
 	if err != nil {
 		return nil, nil, err
 	}
+	tc, err := e.tls.config()
+	if err != nil {
+		return nil, nil, err
+	}
 	opts := zlink.NewOptions().SetLogger(e.log)
 	mb := opts.AddRouteMesh(e.mesh).Listen("tcp://127.0.0.1:0")
 	if e.configure != nil {
@@ -50,6 +55,9 @@ func (e *ephemeral) start(ctx context.Context) (node *routemesh.Node, stop func(
 	}
 	if secret != nil {
 		mb.SetTrust(routemesh.TrustConfig{Secret: secret})
+	}
+	if tc != nil {
+		mb.SetTLS(*tc)
 	}
 	for _, p := range e.peers {
 		pc, err := parsePeer(p)

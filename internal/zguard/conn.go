@@ -98,6 +98,11 @@ func (c *conn) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
+	if c.ln == nil && c.tc == nil && c.rp.state == stateGreeting && c.rp.need == greetingLen {
+		if g, err := c.br.Peek(1); err == nil && looksLikeTLSRecord(g[0]) {
+			return 0, c.failRead(answeredWithTLS(), true) // a dialed TLS port
+		}
+	}
 	if c.rp.atHeader() {
 		if err := c.checkHeader(); err != nil {
 			return 0, err
