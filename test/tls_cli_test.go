@@ -20,6 +20,55 @@ type cliPeers struct {
 	} `json:"peers"`
 }
 
+// cliSecurity is the security part of GET /status.
+type cliSecurity struct {
+	Security struct {
+		Profile     string `json:"profile"`
+		Identity    string `json:"identity"`
+		Certificate string `json:"certificate"`
+	} `json:"security"`
+	Peers []struct {
+		RID         string `json:"rid"`
+		State       string `json:"state"`
+		Identity    string `json:"identity"`
+		Certificate string `json:"certificate"`
+	} `json:"peers"`
+}
+
+// checkSecurityStatus checks the security profile n states in GET /status
+// and in `zlink-node status`, its certificate identity, and the identity
+// its ready peer (when named) proved.
+func checkSecurityStatus(t *testing.T, n *cliNode, profile, cert, peer string) {
+	t.Helper()
+	var st cliSecurity
+	cliGetJSON(t, n.admin, "/status", &st)
+	sec := st.Security
+	if sec.Profile != profile || sec.Certificate != cert || sec.Identity == "" {
+		t.Fatalf("%s: /status security %+v, want profile %s certificate %q", n.rid, sec, profile, cert)
+	}
+	if profile == "tls" && !strings.HasPrefix(sec.Identity, "tls:"+cert+":") {
+		t.Fatalf("%s: identity %q", n.rid, sec.Identity)
+	}
+	if peer != "" {
+		found := false
+		for _, p := range st.Peers {
+			if p.RID == peer {
+				found = true
+				if p.State != "Ready" || p.Identity != sec.Identity || p.Certificate != cert {
+					t.Fatalf("%s: peer %+v, want Ready with identity %s and certificate %q", n.rid, p, sec.Identity, cert)
+				}
+			}
+		}
+		if !found {
+			t.Fatalf("%s: no peer %s in %+v", n.rid, peer, st.Peers)
+		}
+	}
+	r := cliRun(t, 20*time.Second, "status", "--admin", n.admin)
+	if want := "security profile=" + profile + " identity=" + sec.Identity; r.code != 0 || !strings.Contains(r.stdout, want) {
+		t.Fatalf("%s: zlink-node status: exit %d\n%s\nwant a line with %q", n.rid, r.code, r.stdout, want)
+	}
+}
+
 func cliPeer(t *testing.T, admin, rid string) (state, lastErr string) {
 	t.Helper()
 	var st cliPeers
@@ -56,6 +105,8 @@ func TestCLI_MeshTLS(t *testing.T) {
 		s, e := cliPeer(t, c.admin, "a")
 		return s == "NotConnected" && e != ""
 	})
+	checkSecurityStatus(t, b, "tls", tlsMeshID, "a")
+	checkSecurityStatus(t, c, "none", "", "")
 	cliWait(t, "a logs the plaintext peer", 10*time.Second, func() bool {
 		return strings.Contains(a.stderr.String(), `"tls_refusal":"plaintext_peer"`)
 	})
