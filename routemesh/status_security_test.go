@@ -98,7 +98,7 @@ func TestStatus_SecurityNotReadyPeer(t *testing.T) {
 	}
 }
 
-func startStatusNode(t *testing.T, rid string, setup func(*MeshBuilder)) *Node {
+func startStatusNode(t testing.TB, rid string, setup func(*MeshBuilder)) *Node {
 	t.Helper()
 	mb := NewMeshBuilder("sec").SetRoutingID(rid)
 	setup(mb)
@@ -117,7 +117,7 @@ func startStatusNode(t *testing.T, rid string, setup func(*MeshBuilder)) *Node {
 }
 
 // waitStatus polls n's status until cond holds (10 s deadline).
-func waitStatus(t *testing.T, n *Node, cond func(Status) bool) Status {
+func waitStatus(t testing.TB, n *Node, cond func(Status) bool) Status {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
