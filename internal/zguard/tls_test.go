@@ -19,7 +19,7 @@ const meshID = "spiffe://zlink.test/mesh/a"
 
 // tlsFor returns a Config with TLS from cert, trusting roots and requiring
 // the peer identity id ("" = any trusted), and a recorder on it.
-func tlsFor(t *testing.T, roots *x509.CertPool, cert tls.Certificate, id string) (Config, *recorder) {
+func tlsFor(t testing.TB, roots *x509.CertPool, cert tls.Certificate, id string) (Config, *recorder) {
 	t.Helper()
 	tl, err := NewTLS(TLSConfig{Roots: roots, Certificate: cert, PeerIdentity: id})
 	if err != nil {
