@@ -179,6 +179,9 @@ func newTLSLog(log zerolog.Logger) *tlsLog {
 // refused is the transport's OnTLSRefused.
 func (l *tlsLog) refused(r transport.TLSRefusal) {
 	kind := tlsRefusalKind(r.Err)
+	if kind == "tls_on_plaintext_port" && !r.Inbound {
+		kind = "peer_requires_tls" // this plaintext node dialed a TLS port
+	}
 	peer := r.Peer
 	if r.Inbound {
 		if host, _, err := net.SplitHostPort(peer); err == nil {
