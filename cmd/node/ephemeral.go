@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -83,7 +84,11 @@ func (e *ephemeral) start(ctx context.Context) (node *routemesh.Node, stop func(
 				store.Close()
 				return nil, nil, fmt.Errorf("location store: %w", err) // never the URL: it may hold a password
 			}
-			if why := e.precheck(descs); why != "" {
+			why := tlsMismatch(e.mesh, tc != nil, descs)
+			if why == "" {
+				why = e.precheck(descs)
+			}
+			if why != "" {
 				store.Close()
 				return nil, nil, &noTargetError{msg: why}
 			}
@@ -105,4 +110,26 @@ func (e *ephemeral) start(ctx context.Context) (node *routemesh.Node, stop func(
 		}
 	}
 	return host.Mesh(e.mesh), stop, nil
+}
+
+// tlsMismatch says why a tool cannot reach any registered node of the mesh
+// because one side runs its links over TLS and the other does not ("" when
+// some node matches, or none is registered): a node's security identity
+// starts with "tls:" exactly when it has TLS.
+func tlsMismatch(mesh string, withTLS bool, descs []location.Descriptor) string {
+	var sample string
+	for _, d := range descs {
+		if strings.HasPrefix(d.SecurityIdentity, "tls:") == withTLS {
+			return ""
+		}
+		sample = d.SecurityIdentity
+	}
+	switch {
+	case sample == "":
+		return ""
+	case withTLS:
+		return fmt.Sprintf("mesh %q does not use TLS on its links (its nodes state %s): leave out --tls-ca, --tls-cert and --tls-key", mesh, sample)
+	default:
+		return fmt.Sprintf("mesh %q uses TLS on its links (its nodes state %s): give this tool the mesh's --tls-ca, --tls-cert and --tls-key", mesh, sample)
+	}
 }
