@@ -52,8 +52,8 @@ type drainResponse struct {
 // request was refused as a configuration error (e.g. weight out of range).
 type errorResponse struct {
 	Error string `json:"error"`
-	// Code, when set, names the refusal (body_too_large, bad_body,
-	// body_timeout, method_not_allowed).
+	// Code, when set, names the refusal (unauthorized, body_too_large,
+	// bad_body, body_timeout, method_not_allowed).
 	Code   string `json:"code,omitempty"`
 	Config bool   `json:"config,omitempty"`
 }
