@@ -164,7 +164,9 @@ func slowServer(t *testing.T) (*http.Server, string) {
 	if srv.ReadHeaderTimeout <= 0 || srv.ReadTimeout <= 0 || srv.WriteTimeout <= 0 || srv.IdleTimeout <= 0 || srv.MaxHeaderBytes <= 0 {
 		t.Fatalf("admin server without a bound: %+v", srv)
 	}
-	srv.ReadHeaderTimeout, srv.ReadTimeout, srv.IdleTimeout = 2*time.Second, 3*time.Second, 2*time.Second
+	// Long enough that the slow clients are still connected while the
+	// others are served, short enough for a test.
+	srv.ReadHeaderTimeout, srv.ReadTimeout, srv.IdleTimeout = 5*time.Second, 5*time.Second, 5*time.Second
 	var conns sync.WaitGroup // every connection's goroutine, until it is closed
 	srv.ConnState = func(_ net.Conn, s http.ConnState) {
 		switch s {
