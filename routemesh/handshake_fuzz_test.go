@@ -33,6 +33,8 @@ func FuzzHandshakeBodies(f *testing.F) {
 		f.Fatal(err)
 	}
 
+	link := func(st Status) bool { p, ok := st.Peer("cli"); return ok && p.State == PeerReady }
+	cliPipe, _ := waitStatus(f, srv, link).Peer("cli")
 	for _, s := range handshakeSeeds(f, srv) {
 		f.Add(s[0], s[1])
 	}
@@ -63,9 +65,15 @@ func FuzzHandshakeBodies(f *testing.F) {
 				t.Fatal("a second Welcome")
 			}
 		}
-		// The stranger was never admitted, and the real peer is still served.
-		if p, ok := waitStatus(t, srv, func(Status) bool { return true }).Peer(id); ok && p.State == PeerReady {
-			t.Fatalf("stranger %s admitted", id)
+		// The stranger was never admitted, the real peer kept its link, and
+		// it is still served.
+		for _, p := range waitStatus(t, srv, func(Status) bool { return true }).Peers {
+			if p.RID != "cli" && (p.State == PeerReady || p.State == PeerDraining) {
+				t.Fatalf("stranger admitted: %+v", p)
+			}
+			if p.RID == "cli" && (p.State != PeerReady || p.Pipe != cliPipe.Pipe) {
+				t.Fatalf("the real peer's link changed: %+v, was %+v", p, cliPipe)
+			}
 		}
 		cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer ccancel()
