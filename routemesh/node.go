@@ -356,7 +356,7 @@ func (n *Node) baseStatus() Status {
 		State: v.state, Endpoint: n.endpoint, ObjectRole: n.cfg.ObjectRole.String(),
 		Peers: []PeerStatus{}, Channels: n.channelStatus(v), Counters: n.cnt.snapshot(),
 		Latency: n.lat.snapshot(), LatencySum: time.Duration(n.lat.sumNs.Load()), Inflight: n.work.load(),
-		Hung: v.hung, AdmissionPaused: v.paused,
+		Hung: v.hung, AdmissionPaused: v.paused, Security: n.securityStatus(),
 	}
 	st.Drained = v.state == NodeDraining && st.Inflight == 0
 	if e := n.failErr.Load(); e != nil {
