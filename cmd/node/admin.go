@@ -73,7 +73,7 @@ func (a *app) routes(hc zlink.HealthConfig) http.Handler {
 	// Endpoints that change the node need the admin token (when one is
 	// configured); the read-only ones stay open.
 	rt.handleFunc("POST", "/weight", a.requireToken(a.postWeight))
-	rt.handleFunc("POST", "/drain", a.requireToken(a.postDrainSpots))
+	rt.handleFunc("POST", "/drain", a.requireToken(longWrite(a.postDrainSpots)))
 	rt.handleFunc("POST", "/undrain", a.requireToken(a.postUndrain))
 	a.spotAdminRoutes(rt)
 	rt.handle("GET", "/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))

@@ -25,15 +25,26 @@ const maxBodyBytes = 64 << 10
 const maxHeaderBytes = 64 << 10
 
 // Timeouts of the admin HTTP server. A client that trickles its headers
-// (readHeaderTimeout) or its body (readTimeout), or idles on a keep-alive
-// connection (idleTimeout), is disconnected; writes get room for the
-// longest drain a request may ask for.
+// (readHeaderTimeout) or its body (readTimeout), idles on a keep-alive
+// connection (idleTimeout) or does not read its answer (writeTimeout) is
+// disconnected. The endpoints that wait for a drain or a move (longWrite)
+// get room for the longest one a request may ask for.
 const (
 	readHeaderTimeout = 5 * time.Second
 	readTimeout       = 10 * time.Second
 	idleTimeout       = 60 * time.Second
-	writeTimeout      = maxDrainTimeout + 10*time.Second
+	writeTimeout      = 30 * time.Second
+	longWriteTimeout  = maxDrainTimeout + 10*time.Second
 )
+
+// longWrite gives h's answer room for the longest drain or move: its
+// handler may run that long before it writes.
+func longWrite(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(longWriteTimeout))
+		h(w, r)
+	}
+}
 
 // Refusals of malformed admin requests (matched with errors.Is; the JSON
 // error body carries the code).

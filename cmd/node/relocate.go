@@ -31,8 +31,8 @@ const blockedManual = "Blocked/ManualTopologyUnsupported"
 // spotAdminRoutes registers the mutating Spot endpoints (they need the
 // admin token when one is configured).
 func (a *app) spotAdminRoutes(rt *routeTable) {
-	rt.handleFunc("POST", "/relocate", a.requireToken(a.postRelocate))
-	rt.handleFunc("POST", "/spots/move", a.requireToken(a.postSpotMove))
+	rt.handleFunc("POST", "/relocate", a.requireToken(longWrite(a.postRelocate)))
+	rt.handleFunc("POST", "/spots/move", a.requireToken(longWrite(a.postSpotMove)))
 }
 
 // relocateResponse answers POST /relocate: what spot.Relocate moved from
