@@ -39,7 +39,7 @@ func (n *Node) CallAsync(channel, packet string, payload []byte, timeout time.Du
 		return err
 	}
 	a := &asyncCall{slot: slot, tag: tag}
-	n.callAsync(a, channel, "", packet, payload, timeout)
+	n.callAsync(a, channel, "", packet, payload, timeout, nil)
 	return nil
 }
 
@@ -50,7 +50,7 @@ func (n *Node) CallNodeAsync(rid, packet string, payload []byte, timeout time.Du
 		return err
 	}
 	a := &asyncCall{slot: slot, tag: tag}
-	n.callAsync(a, "", rid, packet, payload, timeout)
+	n.callAsync(a, "", rid, packet, payload, timeout, nil)
 	return nil
 }
 
@@ -135,7 +135,7 @@ type futureCall struct {
 func (n *Node) CallFuture(channel, packet string, payload []byte, timeout time.Duration) *Future {
 	fc := &futureCall{}
 	fc.fut = &fc.Future
-	n.callAsync(&fc.asyncCall, channel, "", packet, payload, timeout)
+	n.callAsync(&fc.asyncCall, channel, "", packet, payload, timeout, nil)
 	return &fc.Future
 }
 
@@ -143,7 +143,7 @@ func (n *Node) CallFuture(channel, packet string, payload []byte, timeout time.D
 func (n *Node) CallNodeFuture(rid, packet string, payload []byte, timeout time.Duration) *Future {
 	fc := &futureCall{}
 	fc.fut = &fc.Future
-	n.callAsync(&fc.asyncCall, "", rid, packet, payload, timeout)
+	n.callAsync(&fc.asyncCall, "", rid, packet, payload, timeout, nil)
 	return &fc.Future
 }
 
@@ -160,7 +160,8 @@ type asyncCall struct {
 	start   int64 // table clock at the start, for the latency histogram
 
 	fut  *Future            // the Reply goes here,
-	slot actors.Reservation // or, when fut is nil, into this slot
+	fn   func(Reply)        // or to this function,
+	slot actors.Reservation // or, when both are nil, into this slot
 	tag  any
 }
 
@@ -188,6 +189,10 @@ func (a *asyncCall) end(r Reply) {
 		a.fut.complete(r)
 		return
 	}
+	if a.fn != nil {
+		a.fn(r)
+		return
+	}
 	a.post(r)
 }
 
@@ -200,7 +205,8 @@ func (a *asyncCall) post(r Reply) {
 
 // callAsync chooses the target (channel select-one, or rid), registers the
 // call a and submits it; a ends exactly once (see asyncCall).
-func (n *Node) callAsync(a *asyncCall, channel, rid, packet string, payload []byte, timeout time.Duration) {
+// parent, when not nil, carries the trace the call continues.
+func (n *Node) callAsync(a *asyncCall, channel, rid, packet string, payload []byte, timeout time.Duration, parent context.Context) {
 	n.cnt.calls.Add(1)
 	a.n, a.channel = n, channel
 	a.start = n.calls.now()
@@ -228,6 +234,9 @@ func (n *Node) callAsync(a *asyncCall, channel, rid, packet string, payload []by
 		p.pipe = l.p.id
 	}
 	p.rid, p.notify = l.rid, a
+	if t := n.cfg.Tracer; t != nil {
+		p.notify = n.traceAsync(t, parent, a, l, &e)
+	}
 	p.deadline, p.timeout = a.start+int64(timeout), timeout
 	n.calls.addNotify(corr, p)
 	if err := n.submit(l, e); err != nil {

@@ -71,6 +71,13 @@ func (n *Node) submit(l *link, e wire.Envelope) error {
 }
 
 func (n *Node) submitOneWay(ctx context.Context, l *link, e wire.Envelope) error {
+	if t := n.cfg.Tracer; t != nil {
+		return n.tracedOneWay(t, ctx, l, e)
+	}
+	return n.submitCtx(ctx, l, e)
+}
+
+func (n *Node) submitCtx(ctx context.Context, l *link, e wire.Envelope) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%w: %w", wire.ErrCancelled, err)
 	}
@@ -78,8 +85,16 @@ func (n *Node) submitOneWay(ctx context.Context, l *link, e wire.Envelope) error
 }
 
 // call registers a correlation id, submits, and waits for exactly one
-// terminal result.
+// terminal result (in a span when the node traces).
 func (n *Node) call(ctx context.Context, l *link, e wire.Envelope) ([]byte, error) {
+	if t := n.cfg.Tracer; t != nil {
+		return n.tracedCall(t, ctx, l, e)
+	}
+	return n.roundTrip(ctx, l, e)
+}
+
+// roundTrip is call without tracing.
+func (n *Node) roundTrip(ctx context.Context, l *link, e wire.Envelope) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, ctxError(err)
 	}

@@ -260,6 +260,9 @@ type Config struct {
 	// Logger is the node's logger; child loggers carry mesh and rid.
 	// Default zerolog.Nop() (the host's logger when started through zlink).
 	Logger zerolog.Logger
+	// Tracer, when set, traces requests, one-way messages and handlers
+	// (see Tracer); nil = off.
+	Tracer Tracer
 	// HandlerConcurrency is how many handlers of one owner (a Server
 	// channel, or the Node-direct scope) run at once. At least 1. Default
 	// 64; 1 gives strictly one-at-a-time handling.

@@ -47,6 +47,11 @@
 // per outbound pipe) unless this package's own tests inject its in-memory
 // twin, internal/transport/memnet.
 //
+// Tracing is off unless the node has a Tracer (MeshBuilder.SetTracer; see
+// trace.go): then calls and handlers are spans and the caller's trace
+// context rides the envelope to peers that read it. This package never
+// imports a tracing library.
+//
 // With a Location Store (Deps.Store) the node publishes its descriptor
 // under a TTL lease (after bind, renewed every TTL/3, republished on every
 // revision change, deleted on Stop); automatic nodes find their peers

@@ -96,6 +96,9 @@ type Request struct {
 	// OneWay is true for a one-way message (SendNode): Reply and Fail
 	// only end it, nothing goes back.
 	OneWay bool
+	// Trace is the caller's trace context ("" = none), for
+	// Tracer.StartHandler of whatever runs the request.
+	Trace string
 
 	n    *Node
 	to   *link
@@ -142,7 +145,7 @@ func (r *Request) Done() bool { return r.done.Load() }
 func (o *ownerActor) runDeferred(h DeferredHandler, m *inbound) {
 	e := &m.env
 	r := &Request{From: m.from.rid, RID: o.n.rid, Packet: e.Packet, Payload: e.Payload, OneWay: e.Kind == wire.KindSend,
-		Deadline: time.Now().Add(time.Duration(e.TimeoutMs) * time.Millisecond), n: o.n, to: m.from, corr: e.Corr}
+		Deadline: time.Now().Add(time.Duration(e.TimeoutMs) * time.Millisecond), n: o.n, to: m.from, corr: e.Corr, Trace: e.Trace}
 	if r.OneWay {
 		r.Deadline = time.Now().Add(DefaultRequestTimeout)
 	}

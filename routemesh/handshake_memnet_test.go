@@ -81,8 +81,10 @@ func TestHandshakeMem_LostOrReorderedFrameEndsReadyOrCleanTimeout(t *testing.T) 
 					return memnet.Deliver
 				})
 				d, l := hsPair(t, nw, ar.dialer)
-				waitUntil(t, "one ready connection, no pipe left in a handshake", 10*time.Second,
-					func() bool { return settled(nw, d, l) })
+				// A batch fault may hit after both sides are ready (the first
+				// heartbeat can follow readiness): wait for it too.
+				waitUntil(t, "one ready connection, no pipe left in a handshake, the fault done", 10*time.Second,
+					func() bool { return int(hits.Load()) >= f.times && settled(nw, d, l) })
 				if got := int(hits.Load()); got != f.times {
 					t.Fatalf("the fault hit %d frames, want %d", got, f.times)
 				}

@@ -23,6 +23,10 @@ import (
 // Capabilities this runtime speaks; a peer missing a required one is refused.
 var requiredCaps = []string{"batch-v1"}
 
+// announcedCaps are the capabilities this node states: the required ones
+// and the optional ones (capTrace).
+var announcedCaps = append(append([]string(nil), requiredCaps...), capTrace)
+
 // DefaultRequestTimeout bounds a request whose context has no deadline, so
 // every call ends.
 const DefaultRequestTimeout = 10 * time.Second
@@ -132,6 +136,7 @@ type link struct {
 	p          *pipe // nil for the local node
 	objectRole uint8
 	recvLimit  uint64
+	trace      bool // the peer reads an envelope's trace context (capTrace)
 	// draining and full are what the peer last reported, written by the
 	// link's peer actor (and full also by a caller reading a reply's
 	// headroom): hints for selection, leaf atomics.
@@ -351,7 +356,7 @@ func (n *Node) baseStatus() Status {
 		State: v.state, Endpoint: n.endpoint, ObjectRole: n.cfg.ObjectRole.String(),
 		Peers: []PeerStatus{}, Channels: n.channelStatus(v), Counters: n.cnt.snapshot(),
 		Latency: n.lat.snapshot(), LatencySum: time.Duration(n.lat.sumNs.Load()), Inflight: n.work.load(),
-		Hung: v.hung, AdmissionPaused: v.paused,
+		Hung: v.hung, AdmissionPaused: v.paused, Security: n.securityStatus(),
 	}
 	st.Drained = v.state == NodeDraining && st.Inflight == 0
 	if e := n.failErr.Load(); e != nil {
@@ -382,7 +387,7 @@ func (n *Node) identity() wire.Identity {
 		Mesh: n.cfg.Mesh, RID: n.rid, Generation: n.gen, Revision: v.revision,
 		ObjectRole: uint8(n.cfg.ObjectRole), Servers: v.weights,
 		SecurityIdentity: n.trust.SecurityIdentity(), Endpoint: n.endpoint,
-		Protocol: wire.ProtocolVersion, Capabilities: requiredCaps, RecvLimit: n.recvLimit,
+		Protocol: wire.ProtocolVersion, Capabilities: announcedCaps, RecvLimit: n.recvLimit,
 		Draining: v.state == NodeDraining,
 	}
 }

@@ -134,9 +134,11 @@ func (o *ownerActor) handleSend(m *inbound) {
 	}
 	hc := o.initContext(m)
 	hc.Context = o.n.hctx
+	sp := o.n.startHandler(m, hc)
 	k := o.track.start(time.Now().Add(DefaultRequestTimeout))
 	o.runSend(h, hc, m.env.Payload)
 	o.track.end(k)
+	endSpan(sp, nil)
 }
 
 func (o *ownerActor) handleRequest(m *inbound) {
@@ -148,10 +150,12 @@ func (o *ownerActor) handleRequest(m *inbound) {
 	hc := o.initContext(m)
 	m.dc.parent, m.dc.deadline = o.n.hctx, time.Now().Add(time.Duration(m.env.TimeoutMs)*time.Millisecond)
 	hc.Context = &m.dc
+	sp := o.n.startHandler(m, hc)
 	k := o.track.start(m.dc.deadline)
 	out, err := o.runRequest(h, hc, m.env.Payload)
 	o.track.end(k)
 	m.dc.release()
+	endSpan(sp, err)
 	if err != nil {
 		o.replyError(m, handlerError(err))
 		return

@@ -2,6 +2,7 @@ package routemesh
 
 import (
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -96,6 +97,13 @@ type PeerStatus struct {
 	Pipe      string    `json:"pipe,omitempty"` // identity of the ready pipe (the dialer's socket identity)
 	LastError string    `json:"last_error,omitempty"`
 	Since     time.Time `json:"since"`
+	// Identity is the security identity the peer proved in the handshake
+	// of its ready link (empty for a peer without one): the same as this
+	// node's Security.Identity, since the handshake admits no other. With
+	// TLS, Certificate is the identity its certificate names, verified by
+	// the TLS handshake against the CAs and this node's own.
+	Identity    string `json:"identity,omitempty"`
+	Certificate string `json:"certificate,omitempty"`
 	// Descriptor is true when the peer's expected identity (RID, positive
 	// generation, security identity) comes from its Location Store
 	// descriptor: every automatic peer, and a manual endpoint upgraded to
@@ -113,6 +121,45 @@ type ChannelStatus struct {
 	// channel: one successful selection in 16 is recorded, and every one
 	// that ended ErrNoTarget or ErrBusy.
 	LastSelection *Selection `json:"last_selection,omitempty"`
+}
+
+// Security profiles of a MeshNode's mesh links (SecurityStatus.Profile).
+const (
+	// SecurityTLS: TLS 1.3 with mutual certificate authentication (and a
+	// shared secret too when SecurityStatus.SharedSecret).
+	SecurityTLS = "tls"
+	// SecuritySharedSecret: peers prove a shared secret; traffic in clear.
+	SecuritySharedSecret = "shared-secret"
+	// SecurityNone: anyone who reaches the port joins.
+	SecurityNone = "none"
+)
+
+// SecurityStatus is how a MeshNode authenticates its mesh links.
+type SecurityStatus struct {
+	// Profile is SecurityTLS, SecuritySharedSecret or SecurityNone.
+	Profile string `json:"profile"`
+	// Identity is the security identity the node states in handshakes and
+	// descriptors (Node.SecurityIdentity).
+	Identity string `json:"identity"`
+	// Certificate is the identity this node's own certificate names (its
+	// first URI SAN, or else its common name); TLS only.
+	Certificate string `json:"certificate,omitempty"`
+	// SharedSecret is true when peers must prove the shared secret (with
+	// TLS, as well as their certificate).
+	SharedSecret bool `json:"shared_secret,omitempty"`
+}
+
+// securityStatus describes the node's security profile.
+func (n *Node) securityStatus() SecurityStatus {
+	s := SecurityStatus{Profile: SecurityNone, Identity: n.trust.SecurityIdentity()}
+	switch {
+	case n.cfg.TLS != nil:
+		s.Profile, s.SharedSecret = SecurityTLS, len(n.cfg.Trust.Secret) > 0
+		s.Certificate = strings.TrimPrefix(n.trust.Profile, "tls:") // security() names the profile after it
+	case n.trust.Authenticates():
+		s.Profile, s.SharedSecret = SecuritySharedSecret, true
+	}
+	return s
 }
 
 // Status is a copied snapshot of one MeshNode.
@@ -139,6 +186,9 @@ type Status struct {
 	AdmissionPaused bool  `json:"admission_paused"`
 	// Failure says why the node is Failed (empty otherwise).
 	Failure string `json:"failure,omitempty"`
+	// Security is how the node authenticates its mesh links, and who it
+	// is; each ready peer's proven identity is in Peers.
+	Security SecurityStatus `json:"security"`
 }
 
 // Peer returns the status of the peer with rid, if any.
@@ -167,7 +217,10 @@ func (m *meshActor) status() Status {
 	seen := map[string]bool{}
 	for _, l := range m.n.load().links {
 		ps := PeerStatus{RID: l.rid, State: PeerReady, Outbound: l.p.outbound, Pipe: l.p.id, Since: l.p.started,
-			Descriptor: m.descBacked(l.rid)}
+			Descriptor: m.descBacked(l.rid), Identity: l.p.remote.SecurityIdentity}
+		if st.Security.Profile == SecurityTLS {
+			ps.Certificate = st.Security.Certificate // TLS verified the peer names it
+		}
 		if l.draining.Load() {
 			ps.State = PeerDraining
 		}

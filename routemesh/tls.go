@@ -60,7 +60,8 @@ var (
 	ErrTLSIdentity = zguard.ErrTLSIdentity
 	// ErrTLSPeerRefused: the peer refused this node's certificate.
 	ErrTLSPeerRefused = zguard.ErrTLSPeerRefused
-	// ErrTLSUnexpected: a node without TLS was dialed by a TLS node.
+	// ErrTLSUnexpected: a node without TLS met a TLS node (dialed by it, or
+	// dialing it).
 	ErrTLSUnexpected = zguard.ErrTLSUnexpected
 )
 
@@ -178,6 +179,9 @@ func newTLSLog(log zerolog.Logger) *tlsLog {
 // refused is the transport's OnTLSRefused.
 func (l *tlsLog) refused(r transport.TLSRefusal) {
 	kind := tlsRefusalKind(r.Err)
+	if kind == "tls_on_plaintext_port" && !r.Inbound {
+		kind = "peer_requires_tls" // this plaintext node dialed a TLS port
+	}
 	peer := r.Peer
 	if r.Inbound {
 		if host, _, err := net.SplitHostPort(peer); err == nil {

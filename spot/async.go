@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/zlink-go/zlink/actors"
+	"github.com/zlink-go/zlink/internal/zerr"
 	"github.com/zlink-go/zlink/routemesh"
 )
 
@@ -50,7 +52,7 @@ func (c *Context) CallAsync(channel, packet string, payload []byte, timeout time
 	if err := c.asyncCheck(); err != nil {
 		return err
 	}
-	return c.Node.CallAsync(channel, packet, payload, timeout, c.act.ref, tag)
+	return c.Node.CallAsyncContext(c.Context, channel, packet, payload, timeout, c.act.ref, tag)
 }
 
 // CallNodeAsync is CallAsync for a Node-direct request to rid.
@@ -58,7 +60,7 @@ func (c *Context) CallNodeAsync(rid, packet string, payload []byte, timeout time
 	if err := c.asyncCheck(); err != nil {
 		return err
 	}
-	return c.Node.CallNodeAsync(rid, packet, payload, timeout, c.act.ref, tag)
+	return c.Node.CallNodeAsyncContext(c.Context, rid, packet, payload, timeout, c.act.ref, tag)
 }
 
 // CallSpotAsync is CallAsync for a request to the Spot (kind, id): no turn
@@ -79,15 +81,93 @@ func (c *Context) CallSpotAsync(kind, id, packet string, payload []byte, timeout
 	if err != nil {
 		return err
 	}
-	if !rt.goStore(func() {
-		ctx, cancel := context.WithTimeout(rt.base, timeout)
-		defer cancel()
-		out, res, err := rt.call(ctx, kind, id, packet, payload)
-		slot.Post(&Reply{Tag: tag, From: res.Owner, Payload: out, Err: err})
-	}) {
-		slot.Post(&Reply{Tag: tag, Err: fmt.Errorf("%w: spots stopping", ErrNoTarget)})
+	sc := &spotCall{rt: rt, trace: rt.traceParent(c), slot: slot, tag: tag, deadline: time.Now().Add(timeout), backoff: 10 * time.Millisecond}
+	// No turn waits on it: the call carries no call chain.
+	h, _, err := rt.request(rt.base, kind, id, packet, payload)
+	if err != nil {
+		sc.end(nil, Result{}, err)
+		return nil
 	}
+	sc.h = h
+	sc.step(rt.cached(kind, id))
 	return nil
+}
+
+// spotCall is one asynchronous Spot call in flight: the blocking call's
+// loop (callTo) turned into steps that run when each hop's answer
+// arrives, so no goroutine waits for it. A hop that must back off, or a
+// redirect, continues from a timer; only a call that finds no Object
+// Server at all waits for a fresh listing on a goroutine of its own (as
+// long as that takes, bounded by the deadline).
+type spotCall struct {
+	rt       *runtime
+	trace    context.Context // nil, or the turn's context: each hop continues its trace
+	h        *header
+	target   string
+	deadline time.Time
+	backoff  time.Duration
+	slot     actors.Reservation
+	tag      any
+}
+
+// step sends the call to target, or to the placement choice when "".
+func (sc *spotCall) step(target string) {
+	rt := sc.rt
+	if target == "" {
+		var ok bool
+		if target, ok = rt.place(sc.h.kind, sc.h.id); !ok {
+			if !rt.goStore(sc.placeFresh) {
+				sc.end(nil, Result{}, fmt.Errorf("%w: spots stopping", ErrNoTarget))
+			}
+			return
+		}
+	}
+	left := time.Until(sc.deadline)
+	if left <= 0 {
+		sc.end(nil, Result{}, sc.timeout())
+		return
+	}
+	sc.target = target
+	rt.n.CallNodeFuncContext(sc.trace, target, packetSpot, sc.h.encode(), left, sc.hop)
+}
+
+func (sc *spotCall) placeFresh() {
+	ctx, cancel := context.WithDeadline(sc.rt.base, sc.deadline)
+	defer cancel()
+	target, ok := sc.rt.placeFresh(ctx, sc.h.kind, sc.h.id)
+	if !ok {
+		sc.end(nil, Result{}, noServer(sc.h))
+		return
+	}
+	sc.step(target)
+}
+
+// hop takes one hop's answer (on the goroutine that ended that call: it
+// must not block).
+func (sc *spotCall) hop(r routemesh.Reply) {
+	next := sc.rt.afterHop(sc.h, sc.target, r.Payload, r.Err)
+	if next.done {
+		sc.end(next.body, next.res, next.err)
+		return
+	}
+	var wait time.Duration
+	if next.pause {
+		wait, sc.backoff = sc.backoff, nextBackoff(sc.backoff)
+	}
+	if left := time.Until(sc.deadline); wait >= left {
+		time.AfterFunc(max(left, 0), func() { sc.end(nil, Result{}, sc.timeout()) })
+		return
+	}
+	time.AfterFunc(wait, func() { sc.step(next.target) })
+}
+
+func (sc *spotCall) timeout() error {
+	return fmt.Errorf("%w: spot %s/%s", zerr.ErrTimeout, sc.h.kind, sc.h.id)
+}
+
+// end posts the one Reply into the slot reserved for it.
+func (sc *spotCall) end(body []byte, res Result, err error) {
+	sc.slot.Post(&Reply{Tag: sc.tag, From: res.Owner, Payload: body, Err: err})
 }
 
 // reply runs the kind's OnReply for one asynchronous result, as a turn.

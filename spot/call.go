@@ -142,63 +142,92 @@ func (rt *runtime) call(ctx context.Context, kind, id, packet string, payload []
 // callTo sends h to target (or the placement choice when "") and follows
 // redirects until the call ends.
 func (rt *runtime) callTo(ctx context.Context, h *header, target string) ([]byte, Result, error) {
-	kind, id := h.kind, h.id
 	backoff := 10 * time.Millisecond
 	for {
 		if target == "" {
 			var ok bool
-			if target, ok = rt.placeFresh(ctx, kind, id); !ok {
-				return nil, Result{}, fmt.Errorf("%w: no ready Object Server for spot %s/%s", ErrNoTarget, kind, id)
+			if target, ok = rt.placeFresh(ctx, h.kind, h.id); !ok {
+				return nil, Result{}, noServer(h)
 			}
 		}
 		out, err := rt.n.CallNode(ctx, target, packetSpot, h.encode())
-		if err != nil {
-			rt.cache.drop(kind, id, target)
-			return nil, Result{}, err
+		next := rt.afterHop(h, target, out, err)
+		if next.done {
+			return next.body, next.res, next.err
 		}
-		rep, err := decodeReply(out)
-		if err != nil {
-			return nil, Result{}, fmt.Errorf("spot %s/%s reply from %s: %w", kind, id, target, err)
-		}
-		switch rep.status {
-		case stOK:
-			if h.flags&flagRoute != 0 {
-				return rep.body, Result{Owner: rep.owner, Epoch: rep.epoch}, nil
-			}
-			rt.cache.put(kind, id, target)
-			return rep.body, Result{Owner: cmp.Or(rep.owner, target), Epoch: rep.epoch}, nil
-		case stError:
-			return nil, Result{}, rep.err()
-		case stRedirect:
-			h.hops++
-			if int(h.hops) > rt.cfg.MaxHops {
-				rt.cache.drop(kind, id, "")
-				return nil, Result{}, fmt.Errorf("%w: spot %s/%s: more than %d redirects", ErrNoTarget, kind, id, rt.cfg.MaxHops)
-			}
-			if h.flags&flagRoute != 0 {
-				return nil, Result{}, fmt.Errorf("%w: %s does not route spot calls", ErrNoTarget, target)
-			}
-			if rep.owner != "" && rep.owner != target && rt.reachable(rep.owner) {
-				rt.cache.put(kind, id, rep.owner)
-				target = rep.owner
-				continue
-			}
-			if rep.owner != "" && rep.owner != target {
-				// The recorded owner is not reachable but its lease lives:
-				// wait for it to expire (then a claim succeeds).
-				h.hops--
-			}
-			rt.cache.drop(kind, id, "")
-			target = ""
-		case stRetry:
-			rt.cache.drop(kind, id, "")
-			target = ""
+		target = next.target
+		if !next.pause {
+			continue
 		}
 		if err := sleepCtx(ctx, backoff); err != nil {
 			return nil, Result{}, err
 		}
-		backoff = min(2*backoff, 200*time.Millisecond)
+		backoff = nextBackoff(backoff)
 	}
+}
+
+func noServer(h *header) error {
+	return fmt.Errorf("%w: no ready Object Server for spot %s/%s", ErrNoTarget, h.kind, h.id)
+}
+
+func nextBackoff(d time.Duration) time.Duration { return min(2*d, 200*time.Millisecond) }
+
+// hop is what a Spot call does after one hop's answer: it ends (done:
+// body and res, or err), or goes on to target ("" = ask placement),
+// after a back-off when pause is set.
+type hop struct {
+	done   bool
+	body   []byte
+	res    Result
+	err    error
+	target string
+	pause  bool
+}
+
+// afterHop reads the answer of target to h (out, or the call's error),
+// keeps the owner cache and says what comes next. The blocking and the
+// asynchronous calls share it.
+func (rt *runtime) afterHop(h *header, target string, out []byte, err error) hop {
+	kind, id := h.kind, h.id
+	if err != nil {
+		rt.cache.drop(kind, id, target)
+		return hop{done: true, err: err}
+	}
+	rep, err := decodeReply(out)
+	if err != nil {
+		return hop{done: true, err: fmt.Errorf("spot %s/%s reply from %s: %w", kind, id, target, err)}
+	}
+	switch rep.status {
+	case stOK:
+		if h.flags&flagRoute != 0 {
+			return hop{done: true, body: rep.body, res: Result{Owner: rep.owner, Epoch: rep.epoch}}
+		}
+		rt.cache.put(kind, id, target)
+		return hop{done: true, body: rep.body, res: Result{Owner: cmp.Or(rep.owner, target), Epoch: rep.epoch}}
+	case stError:
+		return hop{done: true, err: rep.err()}
+	case stRedirect:
+		h.hops++
+		if int(h.hops) > rt.cfg.MaxHops {
+			rt.cache.drop(kind, id, "")
+			return hop{done: true, err: fmt.Errorf("%w: spot %s/%s: more than %d redirects", ErrNoTarget, kind, id, rt.cfg.MaxHops)}
+		}
+		if h.flags&flagRoute != 0 {
+			return hop{done: true, err: fmt.Errorf("%w: %s does not route spot calls", ErrNoTarget, target)}
+		}
+		if rep.owner != "" && rep.owner != target && rt.reachable(rep.owner) {
+			rt.cache.put(kind, id, rep.owner)
+			return hop{target: rep.owner}
+		}
+		if rep.owner != "" && rep.owner != target {
+			// The recorded owner is not reachable but its lease lives:
+			// wait for it to expire (then a claim succeeds).
+			h.hops--
+		}
+	}
+	// A redirect to nobody reachable, or stRetry: ask placement again.
+	rt.cache.drop(kind, id, "")
+	return hop{pause: true}
 }
 
 func (rt *runtime) send(ctx context.Context, kind, id, packet string, payload []byte) error {
@@ -212,7 +241,7 @@ func (rt *runtime) send(ctx context.Context, kind, id, packet string, payload []
 	if target == "" {
 		var ok bool
 		if target, ok = rt.placeFresh(ctx, kind, id); !ok {
-			return fmt.Errorf("%w: no ready Object Server for spot %s/%s", ErrNoTarget, kind, id)
+			return noServer(h)
 		}
 	}
 	return rt.n.SendNode(ctx, target, packetSpot, h.encode())

@@ -15,4 +15,7 @@
 // Node's public and extension API) or the store's keys (it uses the
 // location.SpotDirectory API). docs/spots.md states the model, the
 // guarantee and the rules.
+//
+// With a routemesh.Tracer on its node, every Spot turn is a span in the
+// caller's trace, and the calls a turn makes continue it (trace.go).
 package spot

@@ -32,7 +32,7 @@ const mesh = "game"
 var fastSpots = spot.Config{LeaseTTL: time.Second, RenewEvery: 200 * time.Millisecond, Margin: 200 * time.Millisecond}
 
 var (
-	fastLiveness  = routemesh.LivenessConfig{Interval: 50 * time.Millisecond, MaxGap: 5, LastHeard: 400 * time.Millisecond}
+	fastLiveness  = routemesh.LivenessConfig{Interval: 100 * time.Millisecond, MaxGap: 10, LastHeard: time.Second} // rides out a loaded machine's stalls
 	fastDiscovery = routemesh.DiscoveryConfig{DescriptorTTL: 500 * time.Millisecond, Poll: 100 * time.Millisecond, InboundGrace: time.Second}
 )
 
@@ -179,6 +179,7 @@ type nodeOpts struct {
 	kinds  []spot.Registration
 	weight uint32
 	cfg    *spot.Config
+	more   func(*routemesh.MeshBuilder) // more roles, when set
 }
 
 // startNode starts an automatic MeshNode of mesh on store with the Spot
@@ -190,6 +191,9 @@ func startNode(t *testing.T, store location.Store, prefix string, o nodeOpts) (*
 		SetObjectRole(o.role)
 	if o.weight > 0 {
 		b.SetPlacementWeight(o.weight)
+	}
+	if o.more != nil {
+		o.more(b)
 	}
 	cfg := fastSpots
 	if o.cfg != nil {

@@ -147,7 +147,9 @@ func (rt *runtime) route(r *routemesh.Request, h header) {
 	ok := rt.goStore(func() {
 		ctx, cancel := context.WithDeadline(rt.base, r.Deadline)
 		defer cancel()
+		ctx, sp := rt.startRoute(ctx, r, &h)
 		out, res, err := rt.callTo(ctx, &h, rt.cached(h.kind, h.id))
+		endTurn(sp, err)
 		if err != nil {
 			r.Reply(errorReply(err))
 			return

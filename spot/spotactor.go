@@ -139,6 +139,7 @@ func runTurn(rt *runtime, ks *kindState, act *activation, state any, d *delivery
 		return
 	}
 	ctx, cancel := context.WithDeadline(rt.base, d.r.Deadline)
+	ctx, sp := rt.startTurn(ctx, ks, act, d)
 	hc := turnContext(rt, ks, act, ctx, d.r.From, d.h.chain)
 	var out []byte
 	var err error
@@ -161,13 +162,17 @@ func runTurn(rt *runtime, ks *kindState, act *activation, state any, d *delivery
 	}
 	switch {
 	case !rt.valid(act, time.Now()):
-		rt.answer(d.r, &d.h, errorReply(fmt.Errorf("%w: %s/%s lost its lease during the turn", ErrFenced, reg.name, act.id)))
+		err = fmt.Errorf("%w: %s/%s lost its lease during the turn", ErrFenced, reg.name, act.id)
+		endTurn(sp, err)
+		rt.answer(d.r, &d.h, errorReply(err))
 	case err != nil:
 		if wire.CodeOf(err) == wire.CodeHandler {
 			err = fmt.Errorf("%w: %w", zerr.ErrHandler, err)
 		}
+		endTurn(sp, err)
 		rt.answer(d.r, &d.h, errorReply(err))
 	default:
+		endTurn(sp, nil)
 		rt.answer(d.r, &d.h, okReply(act.epoch, out))
 	}
 }

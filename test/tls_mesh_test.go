@@ -59,13 +59,22 @@ func TestTLS_RefusesPlaintextPeer(t *testing.T) {
 	ca := tlstest.NewCA(t, "mesh CA")
 	t.Run("plaintext dials TLS", func(t *testing.T) {
 		tn, tlog := tlsNode(t, "tls", issue(t, ca, tlsMeshID), echoServer)
-		pn, _ := tlsNode(t, "plain", nil, func(b *routemesh.MeshBuilder) { b.AddPeer(tn.Endpoint(), "tls") })
+		pn, plog := tlsNode(t, "plain", nil, func(b *routemesh.MeshBuilder) { b.AddPeer(tn.Endpoint(), "tls") })
 		waitFor(t, "three refused dials", 10*time.Second, func() bool {
 			all, _ := tlog.refusals("plaintext_peer", true)
 			return all >= 3
 		})
 		if _, warnings := tlog.refusals("plaintext_peer", true); warnings != 1 {
 			t.Fatalf("%d warnings for one plaintext peer, want 1", warnings)
+		}
+		// The plaintext node is told the port requires TLS, once as a warning.
+		peerError(t, pn, "tls", routemesh.ErrTLSUnexpected.Error())
+		waitFor(t, "the plaintext node logs its refused dials", 10*time.Second, func() bool {
+			all, _ := plog.refusals("peer_requires_tls", false)
+			return all >= 2
+		})
+		if _, warnings := plog.refusals("peer_requires_tls", false); warnings != 1 {
+			t.Fatalf("%d warnings on the plaintext node, want 1", warnings)
 		}
 		if p, _ := status(t, pn).Peer("tls"); p.State == routemesh.PeerReady {
 			t.Fatal("plaintext node ready to a TLS node")

@@ -44,40 +44,48 @@ func (k Kind) String() string {
 func (k Kind) valid() bool { return k >= 1 && k < kindEnd }
 
 // Envelope is one message inside a Batch frame. Which fields a kind uses is
-// listed on each field; the others stay zero.
+// listed on each field; the others stay zero. (The small fields come first
+// and together: envelopes are copied into every admitted request.)
 type Envelope struct {
 	Kind                 Kind
+	Draining             bool              // Heartbeat/Drain
+	Code                 Code              // Error
+	TimeoutMs            uint32            // Request: remaining time budget at send
 	Corr                 uint64            // correlation id: Request/Reply/Error
 	Channel              string            // "" = node direct
 	Packet               string            // packet name
-	TimeoutMs            uint32            // Request: remaining time budget at send
-	Code                 Code              // Error
 	Payload              []byte            // Request/Send/Reply: app payload; Error: message text
 	Generation, Revision uint64            // Heartbeat, WeightUpdate
 	Servers              map[string]uint16 // WeightUpdate: full Server set with weights
 	Headroom             map[string]uint32 // Heartbeat/Reply: per-channel admission headroom (free slots); nil = unknown
-	Draining             bool              // Heartbeat/Drain
 	Seq                  uint64            // Heartbeat sequence
+	// Trace is the caller's trace context (Request/Send), opaque to wire:
+	// at most MaxTraceLen bytes, written as bin; "" = none, and costs no
+	// bytes.
+	Trace string
 }
+
+// MaxTraceLen bounds Envelope.Trace; a longer one is a protocol error.
+const MaxTraceLen = 64
 
 // Envelope wire layout: an array of up to envelopeFields values in this
 // order; trailing zero values are left out, so a Request costs no bytes for
 // the heartbeat fields:
 //
 //	[kind, corr, channel, packet, timeoutMs, payload, code, headroom,
-//	 generation, revision, servers, draining, seq]
+//	 generation, revision, servers, draining, seq, trace]
 //
 // A nil Payload/Headroom/Servers is msgpack nil (and counts as zero); an
 // empty non-nil one is an empty bin/map, so the difference survives.
-const envelopeFields = 13
+const envelopeFields = 14
 
 // Size returns an upper bound of e's encoded size in bytes, computed without
 // encoding. Owners use it for byte budgets and senders for batch limits.
 func (e *Envelope) Size() int {
 	// Fixed part: array header 1, kind 1, corr 9, channel/packet/payload
 	// headers 5 each, timeout 5, code 3, headroom/servers headers 5 each,
-	// generation 9, revision 9, draining 1, seq 9.
-	n := 72 + len(e.Channel) + len(e.Packet) + len(e.Payload)
+	// generation 9, revision 9, draining 1, seq 9, trace header 5.
+	n := 77 + len(e.Channel) + len(e.Packet) + len(e.Payload) + len(e.Trace)
 	// Most envelopes (requests, replies) carry neither map: no map
 	// iteration for them, and Size stays small enough to inline.
 	if len(e.Headroom) > 0 || len(e.Servers) > 0 {
@@ -103,6 +111,8 @@ func (e *Envelope) mapsSize() int {
 // fieldCount returns how many leading fields must be written.
 func (e *Envelope) fieldCount() int {
 	switch {
+	case e.Trace != "":
+		return 14
 	case e.Seq != 0:
 		return 13
 	case e.Draining:
@@ -183,6 +193,10 @@ func (e *encoder) envelope(v *Envelope) {
 		return
 	}
 	e.uint(v.Seq)
+	if n < 14 {
+		return
+	}
+	e.binString(v.Trace)
 }
 
 // batch decodes the envelopes of a Batch frame, into buf's array when it
@@ -273,6 +287,14 @@ func (r *reader) envelope(v *Envelope, lastChannel, lastPacket *string) {
 		return
 	}
 	v.Seq = r.uint(math.MaxUint64)
+	if n < 14 {
+		return
+	}
+	if p := r.binBytes(); len(p) > MaxTraceLen {
+		r.fail("envelope: trace context too long")
+	} else if len(p) > 0 {
+		v.Trace = string(p)
+	}
 }
 
 // interned reads a string, reusing *last when the bytes are equal.

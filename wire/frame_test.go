@@ -41,6 +41,8 @@ func sampleEnvelopes() []Envelope {
 		{Kind: KindGoodbye},
 		{Kind: KindRequest, Corr: math.MaxUint64, Packet: "Ping", Payload: []byte{}},               // node direct, empty payload
 		{Kind: KindHeartbeat, Headroom: map[string]uint32{}, Servers: map[string]uint16{}, Seq: 1}, // empty, not nil
+		{Kind: KindRequest, Corr: 3, Channel: "match", Packet: "JoinMatch", TimeoutMs: 5000, Payload: []byte{0xc0}, Trace: sampleTrace()},
+		{Kind: KindSend, Packet: "Chat", Trace: sampleTrace()}, // trace after zero fields
 	}
 }
 
@@ -153,7 +155,9 @@ func TestDecodeFrame_Errors(t *testing.T) {
 		{"negative fixint", []byte{0x93, 0x01, 0x05, 0x91, 0x92, 0x01, 0xff}, false},
 		{"negative int8", []byte{0x93, 0x01, 0x05, 0x91, 0x92, 0x01, 0xd0, 0xff}, false},
 		{"negative int64", []byte{0x93, 0x01, 0x05, 0x91, 0x92, 0x01, 0xd3, 0x80, 0, 0, 0, 0, 0, 0, 0}, false},
-		{"envelope too many fields", append([]byte{0x93, 0x01, 0x05, 0x91, 0xdc, 0x00, 14, 0x01}, bytes.Repeat([]byte{0}, 13)...), false},
+		{"envelope too many fields", append([]byte{0x93, 0x01, 0x05, 0x91, 0xdc, 0x00, 15, 0x01}, bytes.Repeat([]byte{0}, 14)...), false},
+		{"trace too long", append([]byte{0x93, 0x01, 0x05, 0x91, 0x9e, 0x02, 0, 0xa0, 0xa0, 0, 0xc0, 0, 0xc0, 0, 0, 0xc0, 0xc2, 0, 0xc4, MaxTraceLen + 1},
+			bytes.Repeat([]byte{7}, MaxTraceLen+1)...), false},
 		{"duplicate map key", []byte{0x93, 0x01, 0x05, 0x91, 0x98, 0x05, 0, 0xa0, 0xa0, 0, 0xc0, 0, 0x82, 0xa1, 'x', 1, 0xa1, 'x', 2}, false},
 		{"weight over max", []byte{0x93, 0x01, 0x05, 0x91, 0x9b, 0x06, 0, 0xa0, 0xa0, 0, 0xc0, 0, 0xc0, 0, 0, 0x81, 0xa1, 'x', 0xcd, 0x27, 0x11}, false},
 		{"reject zero reason", []byte{0x93, 0x01, 0x04, 0x92, 0x00, 0xa0}, false},
@@ -361,6 +365,7 @@ func genEnvelope() *rapid.Generator[Envelope] {
 			Headroom:   genNil(rapid.MapOfN(rapid.String(), rapid.Uint32(), 0, 20)).Draw(t, "headroom"),
 			Draining:   rapid.Bool().Draw(t, "draining"),
 			Seq:        rapid.OneOf(rapid.Just[uint64](0), rapid.Uint64()).Draw(t, "seq"),
+			Trace:      string(rapid.SliceOfN(rapid.Byte(), 0, MaxTraceLen).Draw(t, "trace")),
 		}
 	})
 }

@@ -129,6 +129,24 @@ func (e *encoder) string(s string) {
 	e.b = append(e.b, s...)
 }
 
+// binString writes s as msgpack bin.
+func (e *encoder) binString(s string) {
+	n := len(s)
+	switch {
+	case n <= math.MaxUint8:
+		e.b = append(e.b, mpBin8, byte(n))
+	case n <= math.MaxUint16:
+		e.b = append(e.b, mpBin16, byte(n>>8), byte(n))
+	case uint64(n) <= math.MaxUint32:
+		e.b = append(e.b, mpBin32)
+		e.b = binary.BigEndian.AppendUint32(e.b, uint32(n))
+	default:
+		e.tooLarge(n)
+		return
+	}
+	e.b = append(e.b, s...)
+}
+
 // bin writes p as msgpack bin; a nil p is written as msgpack nil so that
 // "absent" and "empty" survive a round trip.
 func (e *encoder) bin(p []byte) {

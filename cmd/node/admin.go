@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -52,7 +51,10 @@ type drainResponse struct {
 // errorResponse is every admin error body. Config is true when the
 // request was refused as a configuration error (e.g. weight out of range).
 type errorResponse struct {
-	Error  string `json:"error"`
+	Error string `json:"error"`
+	// Code, when set, names the refusal (unauthorized, body_too_large,
+	// bad_body, body_timeout, method_not_allowed).
+	Code   string `json:"code,omitempty"`
 	Config bool   `json:"config,omitempty"`
 }
 
@@ -64,21 +66,23 @@ func (a *app) routes(hc zlink.HealthConfig) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(newCollector(a), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /status", a.getStatus)
-	mux.HandleFunc("GET /tree", a.getTree)
-	mux.HandleFunc("GET /spots", a.getSpots)
+	rt := newRouteTable(mux)
+	rt.handleFunc("GET", "/status", a.getStatus)
+	rt.handleFunc("GET", "/tree", a.getTree)
+	rt.handleFunc("GET", "/spots", a.getSpots)
 	// Endpoints that change the node need the admin token (when one is
 	// configured); the read-only ones stay open.
-	mux.HandleFunc("POST /weight", a.requireToken(a.postWeight))
-	mux.HandleFunc("POST /drain", a.requireToken(a.postDrainSpots))
-	mux.HandleFunc("POST /undrain", a.requireToken(a.postUndrain))
-	a.spotAdminRoutes(mux)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /healthz", a.getHealthz(hc))
-	mux.HandleFunc("GET /readyz", a.getReadyz(hc))
+	rt.handleFunc("POST", "/weight", a.requireToken(a.postWeight))
+	rt.handleFunc("POST", "/drain", a.requireToken(longWrite(a.postDrainSpots)))
+	rt.handleFunc("POST", "/undrain", a.requireToken(a.postUndrain))
+	a.spotAdminRoutes(rt)
+	rt.handle("GET", "/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	rt.handleFunc("GET", "/healthz", a.getHealthz(hc))
+	rt.handleFunc("GET", "/readyz", a.getReadyz(hc))
+	rt.refuseOtherMethods()
 	// The live dashboard (read-only, like /status).
 	a.uiRoutes(mux)
-	return mux
+	return limitBodies(mux)
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -152,8 +156,7 @@ func (a *app) getTree(w http.ResponseWriter, _ *http.Request) {
 // postWeight serves POST /weight {"channel":..,"weight":..[,"mesh":..]}.
 func (a *app) postWeight(w http.ResponseWriter, r *http.Request) {
 	var req weightRequest
-	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
-		writeErr(w, http.StatusBadRequest, fmt.Errorf("weight: body: %w", err))
+	if !readJSON(w, r, "weight", &req, false) {
 		return
 	}
 	if req.Channel == "" || req.Weight == nil {
@@ -186,10 +189,9 @@ func (a *app) postDrain(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	timeout := r.URL.Query().Get("timeout")
-	if timeout == "" && r.ContentLength > 0 {
+	if timeout == "" && r.ContentLength != 0 {
 		var req drainRequest
-		if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
-			writeErr(w, http.StatusBadRequest, fmt.Errorf("drain: body: %w", err))
+		if !readJSON(w, r, "drain", &req, true) {
 			return
 		}
 		timeout = req.Timeout

@@ -30,7 +30,7 @@ var healthLeaks = []goleak.Option{
 
 // healthApp runs one in-process node (configured by build) behind the admin
 // handlers with the given peer grace.
-func healthApp(t *testing.T, grace time.Duration, build func(o *zlink.Options)) (*app, *zlink.Host, string) {
+func healthApp(t testing.TB, grace time.Duration, build func(o *zlink.Options)) (*app, *zlink.Host, string) {
 	t.Helper()
 	// Registered first, so it runs after every other cleanup.
 	t.Cleanup(func() { goleak.VerifyNone(t, healthLeaks...) })

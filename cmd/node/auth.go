@@ -56,7 +56,7 @@ func (a *app) requireToken(h http.HandlerFunc) http.HandlerFunc {
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			if !ok || subtle.ConstantTimeCompare([]byte(got), a.token) != 1 {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="zlink-node"`)
-				writeErr(w, http.StatusUnauthorized, errUnauthorized)
+				writeErrCode(w, http.StatusUnauthorized, "unauthorized", errUnauthorized)
 				return
 			}
 		}

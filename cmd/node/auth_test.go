@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"os"
@@ -36,9 +37,12 @@ func TestAdmin_MutatingEndpointsNeedTheToken(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_ = resp.Body.Close()
-		if resp.StatusCode == http.StatusUnauthorized && resp.Header.Get("WWW-Authenticate") == "" {
-			t.Fatalf("%s %s: 401 without WWW-Authenticate", method, path)
+		defer resp.Body.Close()
+		if resp.StatusCode == http.StatusUnauthorized {
+			var e errorResponse
+			if resp.Header.Get("WWW-Authenticate") == "" || json.NewDecoder(resp.Body).Decode(&e) != nil || e.Code != "unauthorized" {
+				t.Fatalf("%s %s: 401 without WWW-Authenticate or code unauthorized (%+v)", method, path, e)
+			}
 		}
 		return resp.StatusCode
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -22,6 +23,7 @@ type ephemeral struct {
 	peers      []string // ENDPOINT[#RID]; manual topology when set
 	ridPrefix  string   // the RID prefix of automatic topology
 	secretFile string
+	tls        tlsFiles // mesh-link TLS (all three files or none)
 	log        zerolog.Logger
 	// configure adds the tool's roles to the builder.
 	configure func(*routemesh.MeshBuilder)
@@ -43,6 +45,10 @@ func (e *ephemeral) start(ctx context.Context) (node *routemesh.Node, stop func(
 	if err != nil {
 		return nil, nil, err
 	}
+	tc, err := e.tls.config()
+	if err != nil {
+		return nil, nil, err
+	}
 	opts := zlink.NewOptions().SetLogger(e.log)
 	mb := opts.AddRouteMesh(e.mesh).Listen("tcp://127.0.0.1:0")
 	if e.configure != nil {
@@ -50,6 +56,9 @@ func (e *ephemeral) start(ctx context.Context) (node *routemesh.Node, stop func(
 	}
 	if secret != nil {
 		mb.SetTrust(routemesh.TrustConfig{Secret: secret})
+	}
+	if tc != nil {
+		mb.SetTLS(*tc)
 	}
 	for _, p := range e.peers {
 		pc, err := parsePeer(p)
@@ -75,7 +84,11 @@ func (e *ephemeral) start(ctx context.Context) (node *routemesh.Node, stop func(
 				store.Close()
 				return nil, nil, fmt.Errorf("location store: %w", err) // never the URL: it may hold a password
 			}
-			if why := e.precheck(descs); why != "" {
+			why := tlsMismatch(e.mesh, tc != nil, descs)
+			if why == "" {
+				why = e.precheck(descs)
+			}
+			if why != "" {
 				store.Close()
 				return nil, nil, &noTargetError{msg: why}
 			}
@@ -97,4 +110,26 @@ func (e *ephemeral) start(ctx context.Context) (node *routemesh.Node, stop func(
 		}
 	}
 	return host.Mesh(e.mesh), stop, nil
+}
+
+// tlsMismatch says why a tool cannot reach any registered node of the mesh
+// because one side runs its links over TLS and the other does not ("" when
+// some node matches, or none is registered): a node's security identity
+// starts with "tls:" exactly when it has TLS.
+func tlsMismatch(mesh string, withTLS bool, descs []location.Descriptor) string {
+	var sample string
+	for _, d := range descs {
+		if strings.HasPrefix(d.SecurityIdentity, "tls:") == withTLS {
+			return ""
+		}
+		sample = d.SecurityIdentity
+	}
+	switch {
+	case sample == "":
+		return ""
+	case withTLS:
+		return fmt.Sprintf("mesh %q does not use TLS on its links (its nodes state %s): leave out --tls-ca, --tls-cert and --tls-key", mesh, sample)
+	default:
+		return fmt.Sprintf("mesh %q uses TLS on its links (its nodes state %s): give this tool the mesh's --tls-ca, --tls-cert and --tls-key", mesh, sample)
+	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/zlink-go/zlink/routemesh"
 	"github.com/zlink-go/zlink/supervisor"
 )
 
@@ -153,7 +154,9 @@ type statusView struct {
 		State     string `json:"state"`
 		Endpoint  string `json:"endpoint"`
 		LastError string `json:"last_error"`
+		Identity  string `json:"identity"`
 	} `json:"peers"`
+	Security routemesh.SecurityStatus `json:"security"`
 	Channels []struct {
 		Name   string `json:"name"`
 		Role   string `json:"role"`
@@ -167,8 +170,21 @@ type statusView struct {
 func printStatus(w io.Writer, st statusView) {
 	fmt.Fprintf(w, "mesh=%s rid=%s generation=%d state=%s endpoint=%s object=%s revision=%d inflight=%d\n",
 		st.Mesh, st.RID, st.Generation, st.State, st.Endpoint, st.ObjectRole, st.Revision, st.Inflight)
+	if sec := st.Security; sec.Profile != "" {
+		fmt.Fprintf(w, "security profile=%s identity=%s", sec.Profile, sec.Identity)
+		if sec.Certificate != "" {
+			fmt.Fprintf(w, " certificate=%s", sec.Certificate)
+		}
+		if sec.SharedSecret {
+			fmt.Fprint(w, " shared_secret=true")
+		}
+		fmt.Fprintln(w)
+	}
 	for _, p := range st.Peers {
 		fmt.Fprintf(w, "peer rid=%s state=%s endpoint=%s", p.RID, p.State, p.Endpoint)
+		if p.Identity != "" {
+			fmt.Fprintf(w, " identity=%s", p.Identity)
+		}
 		if p.LastError != "" {
 			fmt.Fprintf(w, " last_error=%q", p.LastError)
 		}

@@ -30,9 +30,9 @@ const blockedManual = "Blocked/ManualTopologyUnsupported"
 
 // spotAdminRoutes registers the mutating Spot endpoints (they need the
 // admin token when one is configured).
-func (a *app) spotAdminRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("POST /relocate", a.requireToken(a.postRelocate))
-	mux.HandleFunc("POST /spots/move", a.requireToken(a.postSpotMove))
+func (a *app) spotAdminRoutes(rt *routeTable) {
+	rt.handleFunc("POST", "/relocate", a.requireToken(longWrite(a.postRelocate)))
+	rt.handleFunc("POST", "/spots/move", a.requireToken(longWrite(a.postSpotMove)))
 }
 
 // relocateResponse answers POST /relocate: what spot.Relocate moved from

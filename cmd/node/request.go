@@ -25,6 +25,7 @@ type requestFlags struct {
 	asJSON, lines                         bool
 	seed                                  uint64
 	secretFile, logLevel                  string
+	tls                                   tlsFiles
 }
 
 // resultLine is one --json result line.
@@ -68,6 +69,7 @@ func newRequestCmd() *cobra.Command {
 	fs.BoolVar(&f.lines, "lines", false, "print one line per request (completion order) before the summary")
 	fs.Uint64Var(&f.seed, "seed", 0, "weighted-selection seed (0 = random)")
 	fs.StringVar(&f.secretFile, "secret-file", "", "shared-secret file of the trust profile")
+	addTLSFlags(c, &f.tls)
 	fs.StringVar(&f.logLevel, "log-level", "error", "log level (logs go to stderr)")
 	return c
 }
@@ -88,7 +90,8 @@ func (f *requestFlags) check() error {
 	if f.location != "" && !isRedisURL(f.location) {
 		return usagef(fmt.Sprintf("--location %q: want %s", f.location, redisURLForms))
 	}
-	return nil
+	_, err := f.tls.config()
+	return err
 }
 
 func runRequests(ctx context.Context, f *requestFlags, stdout, stderr io.Writer) error {
@@ -97,7 +100,7 @@ func runRequests(ctx context.Context, f *requestFlags, stdout, stderr io.Writer)
 		return err
 	}
 	out := newReport(stdout, f)
-	e := &ephemeral{mesh: f.mesh, location: f.location, peers: f.peers, ridPrefix: "request", secretFile: f.secretFile, log: log,
+	e := &ephemeral{mesh: f.mesh, location: f.location, peers: f.peers, ridPrefix: "request", secretFile: f.secretFile, tls: f.tls, log: log,
 		configure: func(mb *routemesh.MeshBuilder) {
 			mb.Channel(f.channel).Client()
 			if f.seed != 0 {
@@ -237,6 +240,9 @@ func peerReasons(st routemesh.Status) string {
 		}
 		if p.LastError != "" {
 			s += ": " + p.LastError
+			if strings.Contains(p.LastError, routemesh.ErrTLSUnexpected.Error()) {
+				s += " (give this tool the mesh's --tls-ca, --tls-cert and --tls-key)"
+			}
 		}
 		parts = append(parts, s)
 	}
@@ -267,7 +273,7 @@ func channelWeights(ctx context.Context, n *routemesh.Node, channel string) map[
 }
 
 // definitiveRejects are the handshake refusals a retry cannot overcome
-// under the same configuration.
+// under the same configuration (TLS refusals too: tlsRefused).
 var definitiveRejects = []string{"wrong_mesh", "wrong_rid", "auth", "version", "capability"}
 
 // allRefused reports whether every peer ended its last handshake with a
@@ -277,6 +283,9 @@ func allRefused(st routemesh.Status) bool {
 		return false
 	}
 	for _, p := range st.Peers {
+		if p.State != routemesh.PeerReady && tlsRefused(p.LastError) {
+			continue
+		}
 		_, reason, ok := strings.Cut(p.LastError, "handshake refused by ")
 		if !ok || p.State == routemesh.PeerReady {
 			return false
@@ -291,4 +300,16 @@ func allRefused(st routemesh.Status) bool {
 		}
 	}
 	return true
+}
+
+// tlsRefused reports whether a peer's last error is a refusal at the TLS
+// layer that a retry under the same certificates cannot overcome: one side
+// has no TLS, or a certificate is untrusted or names another identity.
+func tlsRefused(lastErr string) bool {
+	for _, e := range []error{routemesh.ErrTLSPlaintext, routemesh.ErrTLSUnexpected, routemesh.ErrTLSUntrusted, routemesh.ErrTLSIdentity} {
+		if strings.Contains(lastErr, e.Error()) {
+			return true
+		}
+	}
+	return strings.Contains(lastErr, routemesh.ErrTLSPeerRefused.Error()) && strings.Contains(lastErr, "certificate")
 }

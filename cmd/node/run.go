@@ -223,11 +223,7 @@ func runNode(ctx context.Context, cfg *fileConfig, cmd *cobra.Command) error {
 	if err != nil {
 		return fmt.Errorf("admin %s: %w", cfg.Admin, err)
 	}
-	// Bounded everywhere: a client that stalls its body, or idles on a
-	// keep-alive connection, holds nothing for long. Writes get room for the
-	// longest drain a request may ask for.
-	srv := &http.Server{Handler: a.handler(), ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout: 10 * time.Second, WriteTimeout: maxDrainTimeout + 10*time.Second, IdleTimeout: 60 * time.Second}
+	srv := newAdminServer(a.handler())
 	served := make(chan struct{})
 	go func() {
 		defer close(served)

@@ -19,6 +19,7 @@ type spotFlags struct {
 	location, mesh, peer string
 	timeout              time.Duration
 	secretFile, logLevel string
+	tls                  tlsFiles
 }
 
 func newSpotCmd() *cobra.Command {
@@ -44,6 +45,7 @@ func newSpotCmd() *cobra.Command {
 	fs.StringVar(&f.mesh, "mesh", defaultMesh, "MeshName")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "bounds the whole call: waiting for a ready Object Server, then the call")
 	fs.StringVar(&f.secretFile, "secret-file", "", "shared-secret file of the trust profile")
+	addTLSFlags(c, &f.tls)
 	fs.StringVar(&f.logLevel, "log-level", "error", "log level (logs go to stderr)")
 	return c
 }
@@ -62,7 +64,8 @@ func (f *spotFlags) check() error {
 			return err
 		}
 	}
-	return nil
+	_, err := f.tls.config()
+	return err
 }
 
 // spotResult prints the one result line of the spot command:
@@ -110,7 +113,7 @@ func runSpot(ctx context.Context, f *spotFlags, kind, id, op string, arg []byte,
 		via, _ = parsePeer(f.peer) // checked by f.check
 		peers = []string{f.peer}
 	}
-	e := &ephemeral{mesh: f.mesh, location: f.location, peers: peers, ridPrefix: "spot", secretFile: f.secretFile, log: log,
+	e := &ephemeral{mesh: f.mesh, location: f.location, peers: peers, ridPrefix: "spot", secretFile: f.secretFile, tls: f.tls, log: log,
 		configure: func(mb *routemesh.MeshBuilder) {
 			mb.SetObjectRole(routemesh.ObjectClient)
 			spot.Enable(mb)

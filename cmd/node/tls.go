@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/zlink-go/zlink/routemesh"
 )
 
@@ -34,4 +36,14 @@ func (t *tlsFiles) config() (*routemesh.TLSConfig, error) {
 			strings.Join(missing, ", "))
 	}
 	return &routemesh.TLSConfig{CAFile: t.CA, CertFile: t.Cert, KeyFile: t.Key}, nil
+}
+
+// addTLSFlags registers --tls-ca, --tls-cert and --tls-key on the
+// temporary node of a tool (request, spot): with them it can join a mesh
+// whose links use TLS.
+func addTLSFlags(c *cobra.Command, t *tlsFiles) {
+	fs := c.Flags()
+	fs.StringVar(&t.CA, "tls-ca", "", "mesh-link TLS: PEM CA bundle peers' certificates must chain to (with --tls-cert and --tls-key; needed to reach a TLS mesh)")
+	fs.StringVar(&t.Cert, "tls-cert", "", "mesh-link TLS: PEM certificate of this tool's node; it must name the mesh's identity")
+	fs.StringVar(&t.Key, "tls-key", "", "mesh-link TLS: PEM private key of --tls-cert")
 }

@@ -50,7 +50,7 @@ type conn struct {
 
 	mu         sync.Mutex // guards the fields below
 	identity   string
-	adoptTimer *time.Timer
+	adoptTimer *time.Timer // handshakeExpired until the READY, then orphaned
 	closed     bool
 	closedCh   chan struct{}
 }
@@ -81,7 +81,21 @@ func newConn(tcp net.Conn, tc *tls.Conn, tlsUp bool, cfg Config, ln *listener, s
 	c.bw = bufio.NewWriterSize(deadlineWriter{c: raw, timeout: cfg.WriteTimeout}, cfg.WriteBufferSize)
 	_ = raw.SetReadDeadline(c.deadline)
 	c.tlsUp.Store(tc == nil || tlsUp)
+	// zmq4 drops (without closing) a conn whose Open fails before the
+	// READY too (a greeting it refuses): nobody reads it again, so the read
+	// deadline alone would never end it.
+	c.mu.Lock()
+	c.adoptTimer = time.AfterFunc(time.Until(c.deadline), c.handshakeExpired)
+	c.mu.Unlock()
 	return c
+}
+
+// handshakeExpired closes a conn whose handshake has not ended by its
+// deadline.
+func (c *conn) handshakeExpired() {
+	if !c.handshakeDone.Load() {
+		c.reject(ErrHandshakeTimeout)
+	}
 }
 
 // Read hands zmq4 the peer's bytes. At each frame boundary it waits for the
@@ -97,6 +111,11 @@ func (c *conn) Read(b []byte) (int, error) {
 	}
 	if len(b) == 0 {
 		return 0, nil
+	}
+	if c.ln == nil && c.tc == nil && c.rp.state == stateGreeting && c.rp.need == greetingLen {
+		if g, err := c.br.Peek(1); err == nil && looksLikeTLSRecord(g[0]) {
+			return 0, c.failRead(answeredWithTLS(), true) // a dialed TLS port
+		}
 	}
 	if c.rp.atHeader() {
 		if err := c.checkHeader(); err != nil {
@@ -168,6 +187,9 @@ func (c *conn) onHandshakeCommand(body []byte) error {
 	// zmq4 drops (without closing) a conn whose Open fails after the READY,
 	// e.g. on incompatible socket types; such a conn is never read again.
 	c.mu.Lock()
+	if c.adoptTimer != nil {
+		c.adoptTimer.Stop() // handshakeExpired
+	}
 	if !c.closed {
 		c.adoptTimer = time.AfterFunc(c.cfg.HandshakeTimeout, c.orphaned)
 	}

@@ -15,12 +15,15 @@
 //   - two live connections announcing the same identity both receive every
 //     message a ROUTER sends to that identity;
 //   - a malformed READY property list makes its metadata decoder panic;
+//   - a connection whose greeting it refuses (another mechanism, say) is
+//     dropped without being closed, and stays open;
 //   - each frame is two unbuffered writes.
 //
 // zguard registers the transport "zgtcp" (Register) whose connections fix
 // these below zmq4: the listener hands zmq4 only connections that have sent
 // their 64-byte greeting; every connection keeps a read deadline until the
-// peer's READY command has been read; writes are buffered and flushed per
+// peer's READY command has been read, and is closed at that deadline when
+// zmq4 stopped reading it before; writes are buffered and flushed per
 // complete ZMTP message with a write deadline, so a stuck peer fails its own
 // connection; reads are buffered and every incoming frame header is checked
 // against Config.MaxFrame before zmq4 sees its length; the handshake READY is
@@ -52,7 +55,8 @@
 // A refusal is a *TLSError matching ErrTLS and one kind (ErrTLSPlaintext,
 // ErrTLSUntrusted, ErrTLSIdentity, ErrTLSPeerRefused); the listener
 // reports it through OnRejected, the dialer returns it. A plaintext
-// listener refuses a TLS ClientHello with ErrTLSUnexpected.
+// listener refuses a TLS ClientHello with ErrTLSUnexpected, and a plaintext
+// dialer whose peer answers with TLS fails with it too.
 //
 // # What it must not touch
 //
@@ -61,9 +65,11 @@
 // protocol, peers' application identities or reconnect policy. It never
 // sends or consumes ZMTP frames of its own; every byte zmq4 writes reaches
 // the peer unchanged (inside TLS when configured) and every byte it reads
-// comes from the peer unchanged, or the connection is closed. The one
-// thing it writes itself: a plaintext listener answers a TLS ClientHello
+// comes from the peer unchanged, or the connection is closed. The two
+// things it writes itself: a plaintext listener answers a TLS ClientHello
 // with the 10-byte ZMTP signature before closing, so the TLS side learns
-// at once that it reached a plaintext port; zmq4 never sees that
+// at once that it reached a plaintext port; a TLS listener answers a
+// plaintext ZMTP greeting with a TLS alert record before closing, so the
+// plaintext side learns it reached a TLS port. zmq4 never sees either
 // connection.
 package zguard

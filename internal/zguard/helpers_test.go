@@ -86,7 +86,7 @@ func (r *recorder) waitFor(t *testing.T, what string, cond func(closed, rejected
 }
 
 // newRouter starts a guarded ROUTER on a free loopback port.
-func newRouter(t *testing.T, cfg Config) (zmq4.Socket, string) {
+func newRouter(t testing.TB, cfg Config) (zmq4.Socket, string) {
 	t.Helper()
 	Register()
 	r := zmq4.NewRouter(WithConfig(context.Background(), cfg), zmq4.WithID(zmq4.SocketIdentity("router")), zmq4.WithLogger(discardLogger()))

@@ -109,6 +109,10 @@ func (l *listener) greet(c *conn) {
 		// (listener Close) ends it at once.
 		err := handshakeTLS(context.Background(), c.tc, c.tcp, c.deadline)
 		if err != nil {
+			if errors.Is(err, ErrTLSPlaintext) {
+				// Tell a plaintext dialer at once that this port needs TLS.
+				_, _ = c.tcp.Write(tlsAlert)
+			}
 			c.reject(err)
 			return
 		}

@@ -136,8 +136,9 @@ var (
 	// a certificate alert), or closed the connection inside the TLS
 	// handshake.
 	ErrTLSPeerRefused = errors.New("zlink: TLS peer refused this side")
-	// ErrTLSUnexpected: a plaintext listener received a TLS handshake (a
-	// TLS peer dialed a port without TLS).
+	// ErrTLSUnexpected: a side without TLS met a TLS peer: a plaintext
+	// listener received a TLS handshake, or a plaintext dialer's peer
+	// answered with TLS.
 	ErrTLSUnexpected = errors.New("zlink: TLS handshake on a plaintext port")
 )
 
@@ -232,6 +233,21 @@ func remoteAlert(err error) *TLSError {
 // looksLikeTLS reports whether b starts like a TLS handshake record (a
 // ClientHello), which no ZMTP greeting does.
 func looksLikeTLS(b []byte) bool { return len(b) > 0 && b[0] == 0x16 }
+
+// looksLikeTLSRecord reports whether a peer's first byte starts a TLS alert
+// or handshake record, where a ZMTP greeting starts with 0xFF.
+func looksLikeTLSRecord(b byte) bool { return b == 0x15 || b == 0x16 }
+
+// tlsAlert is a fatal TLS alert record (protocol_version). A TLS listener
+// answers a plaintext ZMTP greeting with it, so the plaintext side knows at
+// once that it reached a TLS port (its greeting starts 0xFF, never 0x15).
+var tlsAlert = []byte{0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x46}
+
+// answeredWithTLS is the refusal of a plaintext dialer whose peer answered
+// its greeting with a TLS record.
+func answeredWithTLS() error {
+	return &TLSError{Kind: ErrTLSUnexpected, Detail: "the peer answered with TLS: its mesh port requires TLS and this node has none"}
+}
 
 // zmtpSignature is the first 10 bytes of every ZMTP 3 greeting. A
 // plaintext listener answers a TLS ClientHello with it, so the TLS side

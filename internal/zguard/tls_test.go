@@ -19,7 +19,7 @@ const meshID = "spiffe://zlink.test/mesh/a"
 
 // tlsFor returns a Config with TLS from cert, trusting roots and requiring
 // the peer identity id ("" = any trusted), and a recorder on it.
-func tlsFor(t *testing.T, roots *x509.CertPool, cert tls.Certificate, id string) (Config, *recorder) {
+func tlsFor(t testing.TB, roots *x509.CertPool, cert tls.Certificate, id string) (Config, *recorder) {
 	t.Helper()
 	tl, err := NewTLS(TLSConfig{Roots: roots, Certificate: cert, PeerIdentity: id})
 	if err != nil {
@@ -71,13 +71,17 @@ func TestTLS_MutualExchange(t *testing.T) {
 	}
 }
 
-// A TLS listener refuses a plaintext ZMTP peer; the dialer fails too.
+// A TLS listener refuses a plaintext ZMTP peer; the dialer fails too, and
+// says the port requires TLS.
 func TestTLS_ListenerRefusesPlaintext(t *testing.T) {
 	ca := tlstest.NewCA(t, "mesh CA")
 	scfg, srec := tlsFor(t, ca.Pool(), ca.Issue(t, meshID).TLS, meshID)
 	router, addr := newRouter(t, scfg)
 	defer router.Close()
-	_ = dialErr(t, DefaultConfig(), addr)
+	// The plaintext dialer learns at once that the port needs TLS.
+	if err := dialErr(t, DefaultConfig(), addr); !errors.Is(err, ErrTLSUnexpected) || !strings.Contains(err.Error(), "requires TLS") {
+		t.Fatalf("plaintext dial err = %v, want ErrTLSUnexpected (the port requires TLS)", err)
+	}
 	ev := srec.waitRejected(t, ErrTLSPlaintext)
 	if !errors.Is(ev.Reason, ErrTLS) || !strings.Contains(ev.Reason.Error(), "plaintext ZMTP") {
 		t.Fatalf("reason %v", ev.Reason)
