@@ -39,6 +39,7 @@ type faultOutcome struct {
 	load            *faultLoad
 	extra           []*soakAccount // more accounted calls (other clients)
 	base            int            // goroutines with the scenario's nodes up, before the load
+	heap            uint64         // the live heap then
 	detect, recover time.Duration
 	note            string
 }
@@ -133,8 +134,9 @@ func runFaultScenario(ctx context.Context, w io.Writer, s faultScenario, quick b
 		return err
 	}
 	g, gerr := goroutinesBack(ctx, out.base)
-	fmt.Fprintf(w, "faults %s: %s detect=%v recover=%v goroutines=%d/%d %s\n", s.name, line,
-		out.detect.Round(time.Millisecond), out.recover.Round(time.Millisecond), g, out.base, out.note)
+	fmt.Fprintf(w, "faults %s: %s detect=%v recover=%v goroutines=%d/%d heap_mib=%.1f/%.1f %s\n", s.name, line,
+		out.detect.Round(time.Millisecond), out.recover.Round(time.Millisecond), g, out.base,
+		float64(faultHeap())/(1<<20), float64(out.heap)/(1<<20), out.note)
 	return gerr
 }
 
@@ -178,6 +180,14 @@ func faultLine(accts []*soakAccount) (string, error) {
 	return line, nil
 }
 
-// baseline is the goroutine count a scenario compares with after
-// recovery.
-func baseline() int { return runtime.NumGoroutine() }
+// baseline is the goroutine count and the live heap (after a collection)
+// a scenario compares with after recovery.
+func baseline() (goroutines int, heap uint64) { return runtime.NumGoroutine(), faultHeap() }
+
+// faultHeap is the heap in use after one collection.
+func faultHeap() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}

@@ -45,7 +45,7 @@ func runPartition(oneWay bool) func(context.Context, *faultRig, bool) (faultOutc
 		if err != nil {
 			return out, err
 		}
-		out.base = baseline()
+		out.base, out.heap = baseline()
 		out.load = startFaultLoad(cli, 4, nil, time.Second)
 		if err := waitUntil(ctx, "both Servers serving", 15*time.Second, func() bool { return out.load.since("s1") > 20 && out.load.since("s2") > 20 }); err != nil {
 			return out, err
@@ -126,7 +126,7 @@ func runKill9(ctx context.Context, r *faultRig, _ bool) (out faultOutcome, err e
 	if err != nil {
 		return out, err
 	}
-	out.base = baseline()
+	out.base, out.heap = baseline()
 	out.load = startFaultLoad(cli, 4, nil, time.Second)
 	if err := waitUntil(ctx, "both Servers serving", 15*time.Second, func() bool { return out.load.since("k1") > 20 && out.load.since("k2") > 20 }); err != nil {
 		return out, err
@@ -223,7 +223,7 @@ func runKill9NewRID(ctx context.Context, r *faultRig, _ bool) (out faultOutcome,
 	if err := waitUntil(ctx, "the client knowing both Servers", 15*time.Second, func() bool { return peerReady(cli, s1) && peerReady(cli, child.rid) }); err != nil {
 		return out, err
 	}
-	out.base = baseline()
+	out.base, out.heap = baseline()
 	out.load = startFaultLoad(cli, 4, nil, time.Second)
 	if err := waitUntil(ctx, "both Servers serving", 15*time.Second, func() bool { return out.load.since(s1) > 20 && out.load.since(child.rid) > 20 }); err != nil {
 		return out, err

@@ -43,7 +43,7 @@ func runRedisDown(ctx context.Context, r *faultRig, quick bool) (out faultOutcom
 	if err := waitUntil(ctx, "the client knowing both Servers", 15*time.Second, func() bool { return peerReady(cli, s1.RID()) && peerReady(cli, s2.RID()) }); err != nil {
 		return out, err
 	}
-	out.base = baseline()
+	out.base, out.heap = baseline()
 	out.load = startFaultLoad(cli, 4, nil, time.Second)
 	if err := waitUntil(ctx, "both Servers serving", 15*time.Second, func() bool { return out.load.since(s1.RID()) > 20 && out.load.since(s2.RID()) > 20 }); err != nil {
 		return out, err
@@ -175,7 +175,7 @@ func overload(ctx context.Context, r *faultRig, out *faultOutcome, msgs, bytes i
 	if err != nil {
 		return err
 	}
-	out.base = baseline()
+	out.base, out.heap = baseline()
 	stop := make(chan struct{})
 	watch := mailboxWatch(hs, stop)
 	fast := &soakAccount{errs: map[string]int{}}
@@ -306,7 +306,8 @@ func runStopReading(ctx context.Context, r *faultRig, _ bool) (out faultOutcome,
 		}
 		others = append(others, startFaultLoad(n, 2, nil, time.Second))
 	}
-	out.base = baseline() - 2*2 // the other Clients' callers run already
+	out.base, out.heap = baseline()
+	out.base -= 2 * 2 // the other Clients' callers run already
 	defer func() {
 		for _, l := range others {
 			l.end()

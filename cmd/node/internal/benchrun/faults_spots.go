@@ -106,7 +106,7 @@ func runKill9Spots(ctx context.Context, r *faultRig, _ bool) (out faultOutcome, 
 	}
 	tr := &spotsTrack{last: map[string]string{}, epochs: map[string]map[uint64]string{}, rehomed: map[string]time.Duration{}}
 	payload := make([]byte, spotsPayloadSize)
-	out.base = baseline()
+	out.base, out.heap = baseline()
 	out.load = startFaultCalls(8, 3*time.Second, func(ctx context.Context) (string, error) {
 		id := ids[rand.IntN(len(ids))]
 		issued := time.Now()

@@ -9,7 +9,7 @@ import (
 )
 
 // faultLineRE is one scenario's result line.
-var faultLineRE = regexp.MustCompile(`^faults (\S+): issued=(\d+) ended=(\d+) ok=(\d+) errors=\{([^}]*)\} untyped=(\d+) detect=\S+ recover=\S+ goroutines=\d+/\d+`)
+var faultLineRE = regexp.MustCompile(`^faults (\S+): issued=(\d+) ended=(\d+) ok=(\d+) errors=\{([^}]*)\} untyped=(\d+) detect=\S+ recover=\S+ goroutines=\d+/\d+ heap_mib=[\d.]+/[\d.]+`)
 
 // TestFaults_Quick runs every fault scenario in its short version and
 // checks that each prints its line and that its accounts reconcile: every
