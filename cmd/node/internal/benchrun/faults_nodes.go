@@ -2,15 +2,11 @@ package benchrun
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"os"
 	"time"
 
 	zlink "github.com/zlink-go/zlink"
-	"github.com/zlink-go/zlink/location"
-	"github.com/zlink-go/zlink/location/locationtest"
 	"github.com/zlink-go/zlink/routemesh"
 	"github.com/zlink-go/zlink/test/fault"
 )
@@ -151,110 +147,5 @@ func runKill9(ctx context.Context, r *faultRig, _ bool) (out faultOutcome, err e
 	}
 	out.recover = time.Since(restartAt)
 	out.note = "recover counts from the restart (process start included)"
-	return out, nil
-}
-
-// faultRedis starts a redis-server for a scenario, stopped when the rig
-// closes.
-func faultRedis(r *faultRig) (*locationtest.RedisServer, error) {
-	dir, err := os.MkdirTemp("", "zlink-faults-redis-")
-	if err != nil {
-		return nil, err
-	}
-	srv, err := fault.StartRedis(dir)
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, err
-	}
-	r.onClose(func() { srv.Stop(); _ = os.RemoveAll(dir) })
-	return srv, nil
-}
-
-// faultStore opens a Redis Location Store on addr, closed when the rig
-// closes.
-func faultStore(r *faultRig, addr string) (location.Store, error) {
-	ctx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
-	defer cancel()
-	s, err := location.NewRedis(ctx, location.RedisConfig{Addr: addr, PollInterval: 100 * time.Millisecond,
-		DialTimeout: time.Second, OpTimeout: time.Second})
-	if err != nil {
-		return nil, err
-	}
-	r.onClose(func() { _ = s.Close() })
-	return s, nil
-}
-
-// autoOptions is an automatic node of faultMesh on store with RID prefix
-// prefix, a Server of channel "echo" or its Client.
-func autoOptions(store location.Store, prefix string, server bool) *zlink.Options {
-	o := zlink.NewOptions().SetLocationStore(store)
-	b := o.AddRouteMesh(faultMesh).SetRoutingIDPrefix(prefix).ConfigureLiveness(faultLiveness).ConfigureDiscovery(faultDiscovery)
-	if server {
-		b.Channel("echo").Server().HandleRequest("echo", faultEcho)
-	} else {
-		b.Channel("echo").Client()
-	}
-	return o
-}
-
-func runKill9NewRID(ctx context.Context, r *faultRig, _ bool) (out faultOutcome, err error) {
-	srv, err := faultRedis(r)
-	if err != nil {
-		return out, err
-	}
-	store, err := faultStore(r, srv.Addr())
-	if err != nil {
-		return out, err
-	}
-	h1, err := r.host(autoOptions(store, "s", true))
-	if err != nil {
-		return out, err
-	}
-	s1 := h1.Mesh(faultMesh).RID()
-	child, err := startFaultChild(r, "ZLINK_FAULTS_REDIS="+srv.Addr(), "ZLINK_FAULTS_PREFIX=k")
-	if err != nil {
-		return out, err
-	}
-	hc, err := r.host(autoOptions(store, "c", false))
-	if err != nil {
-		return out, err
-	}
-	cli := hc.Mesh(faultMesh)
-	if err := waitUntil(ctx, "the client knowing both Servers", 15*time.Second, func() bool { return peerReady(cli, s1) && peerReady(cli, child.rid) }); err != nil {
-		return out, err
-	}
-	out.base, out.heap = baseline()
-	out.load = startFaultLoad(cli, 4, nil, time.Second)
-	if err := waitUntil(ctx, "both Servers serving", 15*time.Second, func() bool { return out.load.since(s1) > 20 && out.load.since(child.rid) > 20 }); err != nil {
-		return out, err
-	}
-	killAt := time.Now()
-	child.Kill()
-	if err := waitUntil(ctx, "the client losing the killed Server", 15*time.Second, func() bool { return !peerReady(cli, child.rid) }); err != nil {
-		return out, err
-	}
-	out.detect = time.Since(killAt)
-	restartAt := time.Now()
-	fresh, err := startFaultChild(r, "ZLINK_FAULTS_REDIS="+srv.Addr(), "ZLINK_FAULTS_PREFIX=k")
-	if err != nil {
-		return out, err
-	}
-	out.load.mark()
-	if err := waitUntil(ctx, "the new RID taken into selection", 15*time.Second, func() bool { return out.load.since(fresh.rid) > 20 }); err != nil {
-		return out, err
-	}
-	out.recover = time.Since(restartAt)
-	if err := waitUntil(ctx, "the old RID gone", 15*time.Second, func() bool {
-		dctx, cancel := context.WithTimeout(ctx, time.Second)
-		defer cancel()
-		_, err := store.GetDescriptor(dctx, faultMesh, child.rid)
-		st, serr := cli.Status(dctx)
-		_, listed := st.Peer(child.rid)
-		return errors.Is(err, location.ErrNotFound) && serr == nil && !listed
-	}); err != nil {
-		return out, err
-	}
-	out.note = fmt.Sprintf("old=%s new=%s gone_after=%v (recover counts from the restart, process start included)",
-		child.rid, fresh.rid, time.Since(killAt).Round(time.Millisecond))
 	return out, nil
 }
