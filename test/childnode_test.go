@@ -2,18 +2,16 @@ package test
 
 // A MeshNode in a child process, so fault tests can crash (SIGKILL) or
 // freeze (SIGSTOP) a real peer. The test binary re-executes itself with
-// ZLINK_CHILD_NODE=1; init then runs the node instead of the tests.
+// ZLINK_CHILD_NODE=1; init then runs the node instead of the tests. The
+// process handling is fault.Child's.
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +19,7 @@ import (
 
 	zlink "github.com/zlink-go/zlink"
 	"github.com/zlink-go/zlink/routemesh"
+	"github.com/zlink-go/zlink/test/fault"
 )
 
 const childMesh = "game"
@@ -72,12 +71,9 @@ func runChildNode() {
 
 // childNode is a running child process node.
 type childNode struct {
-	cmd      *exec.Cmd
+	*fault.Child
 	endpoint string
 	pid      int
-	stdin    io.Closer
-	waited   chan struct{}
-	lines    chan string // stdout lines after READY (buffered; extra lines dropped)
 }
 
 // startChild runs a child node with rid on listen and waits (with a
@@ -100,87 +96,33 @@ func runChild(t *testing.T, what string, env ...string) (*childNode, []string) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
+	c, err := fault.StartChild(cmd, 20*time.Second)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", what, err)
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", what, err)
-	}
-	c := &childNode{cmd: cmd, pid: cmd.Process.Pid, stdin: stdin, waited: make(chan struct{}), lines: make(chan string, 16)}
-	first := make(chan string, 1)
-	go func() {
-		// Reads until the child's stdout closes (it exits); ends by itself.
-		defer close(c.lines)
-		sc := bufio.NewScanner(stdout)
-		if !sc.Scan() {
-			close(first)
-			return
-		}
-		first <- sc.Text()
-		for sc.Scan() {
-			select {
-			case c.lines <- sc.Text():
-			default:
-			}
-		}
-	}()
-	t.Cleanup(func() { c.kill(t) })
-	select {
-	case line, ok := <-first:
-		f := strings.Fields(line)
-		if !ok || len(f) < 2 || f[0] != "READY" {
-			t.Fatalf("%s: no READY line: %q", what, line)
-		}
-		return c, f[1:]
-	case <-time.After(20 * time.Second):
-		t.Fatalf("%s: no READY line within 20s", what)
-	}
-	return nil, nil
+	t.Cleanup(c.Kill)
+	return &childNode{Child: c, pid: c.Pid()}, c.Ready()
 }
 
 // waitLine waits (with a deadline) for the child to print want.
 func (c *childNode) waitLine(t *testing.T, want string) {
 	t.Helper()
-	deadline := time.After(10 * time.Second)
-	for {
-		select {
-		case l, ok := <-c.lines:
-			if !ok {
-				t.Fatalf("child %d exited before printing %q", c.pid, want)
-			}
-			if l == want {
-				return
-			}
-		case <-deadline:
-			t.Fatalf("child %d did not print %q within 10s", c.pid, want)
-		}
+	if err := c.WaitLine(want, 10*time.Second); err != nil {
+		t.Fatal(err)
 	}
 }
 
 // kill SIGKILLs the child (also when stopped) and reaps it. Idempotent.
 func (c *childNode) kill(t *testing.T) {
 	t.Helper()
-	select {
-	case <-c.waited:
-		return
-	default:
-	}
-	_ = c.cmd.Process.Kill()
-	_ = c.stdin.Close()
-	_ = c.cmd.Wait() // also closes stdout, which ends the reader goroutine
-	close(c.waited)
+	c.Kill()
 }
 
 // stop freezes the child (SIGSTOP): its sockets stay open, it answers nothing.
 func (c *childNode) stop(t *testing.T) {
 	t.Helper()
-	if err := syscall.Kill(c.pid, syscall.SIGSTOP); err != nil {
+	if err := c.Stop(); err != nil {
 		t.Fatalf("SIGSTOP child: %v", err)
 	}
-	t.Cleanup(func() { _ = syscall.Kill(c.pid, syscall.SIGCONT) })
+	t.Cleanup(func() { _ = c.Cont() })
 }

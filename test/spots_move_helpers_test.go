@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"sync"
@@ -233,11 +232,7 @@ func startMoveChild(t *testing.T, redisAddr, prefix string) (*childNode, string)
 // mvTell writes one command line to the move child.
 func mvTell(t *testing.T, c *childNode, line string) {
 	t.Helper()
-	w, ok := c.stdin.(io.Writer)
-	if !ok {
-		t.Fatalf("the child's stdin %T is not a writer", c.stdin)
-	}
-	if _, err := io.WriteString(w, line+"\n"); err != nil {
+	if err := c.WriteLine(line); err != nil {
 		t.Fatalf("to the child: %v", err)
 	}
 }

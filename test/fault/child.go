@@ -23,7 +23,7 @@ type Child struct {
 	cmd    *exec.Cmd
 	pid    int
 	ready  []string
-	stdin  io.Closer
+	stdin  io.WriteCloser
 	waited chan struct{}
 	lines  chan string // stdout lines after READY (buffered; extra lines dropped)
 }
@@ -101,6 +101,13 @@ func (c *Child) WaitLine(want string, timeout time.Duration) error {
 			return fmt.Errorf("fault: child %d did not print %q within %v", c.pid, want, timeout)
 		}
 	}
+}
+
+// WriteLine writes line and a newline to the child's stdin (for children
+// that take commands there).
+func (c *Child) WriteLine(line string) error {
+	_, err := io.WriteString(c.stdin, line+"\n")
+	return err
 }
 
 // Kill sends SIGKILL (it works on a stopped child too) and reaps the

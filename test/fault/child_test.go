@@ -10,7 +10,7 @@ import (
 )
 
 func TestChild_ReadyLinesAndKill(t *testing.T) {
-	c, err := fault.StartChild(exec.Command("sh", "-c", "echo READY a b; echo LINE; cat"), 10*time.Second)
+	c, err := fault.StartChild(exec.Command("sh", "-c", "echo READY a b; echo LINE; exec cat"), 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -19,6 +19,12 @@ func TestChild_ReadyLinesAndKill(t *testing.T) {
 		t.Fatalf("ready fields %q", f)
 	}
 	if err := c.WaitLine("LINE", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WriteLine("echoed"); err != nil { // cat prints it back
+		t.Fatal(err)
+	}
+	if err := c.WaitLine("echoed", 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Stop(); err != nil {
