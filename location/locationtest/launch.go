@@ -41,3 +41,9 @@ func (s *RedisServer) Start() error {
 	}
 	return s.start()
 }
+
+// Do sends one command to the server and returns its reply like Command,
+// or the error (an error reply included), outside a test.
+func (s *RedisServer) Do(args ...string) (string, error) {
+	return command(s.Addr(), s.clientTLS, args...)
+}

@@ -52,6 +52,7 @@ var faultScenarios = []faultScenario{
 	{"kill9-new-rid", "a Server process killed with SIGKILL under load, restarted under a new RID (automatic topology, Redis)", runKill9NewRID},
 	{"kill9-spots", "an Object Server process hosting Spots killed with SIGKILL under load (Redis): its Spots re-homed", runKill9Spots},
 	{"redis-down", "the Location Store killed under load, started again empty", runRedisDown},
+	{"cluster-master-kill", "the Redis Cluster master holding the mesh's descriptors, with a replica, killed under load (automatic topology)", runClusterMasterKill},
 	{"slow-consumer", "a handler far slower than its arrivals: ErrBusy, and another channel unaffected", runSlowConsumer},
 	{"storm", "1 MiB payloads against a 4 MiB byte budget", runStorm},
 	{"stop-reading", "a Client that stops reading its socket; the Server's other Clients unaffected", runStopReading},
