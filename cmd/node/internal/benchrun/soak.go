@@ -20,7 +20,7 @@ import (
 func init() {
 	register(Bench{
 		Name:     "soak",
-		About:    "three Servers behind fault proxies, mixed traffic and random faults; a running account of every call (run it by name; --duration, default 2m)",
+		About:    "three Servers behind fault proxies, mixed traffic and random faults (partitions, one-way cuts, delay, throttle, reset); a running account of every call (run it by name; --duration, default 2m)",
 		Explicit: true,
 		Run:      runSoak,
 	})
@@ -210,7 +210,7 @@ loop:
 		case <-faultAt.C:
 			// One fault on one link, healed again after a while.
 			p := proxies[rng.IntN(len(proxies))]
-			switch rng.IntN(5) {
+			switch rng.IntN(6) {
 			case 0:
 				p.Partition()
 			case 1:
@@ -219,10 +219,12 @@ loop:
 				p.CutDown()
 			case 3:
 				p.Delay(time.Duration(rng.IntN(30)) * time.Millisecond)
+			case 4:
+				p.Throttle(16<<10 + rng.IntN(256<<10)) // a slow link
 			default:
 				p.Reset()
 			}
-			heal := time.AfterFunc(time.Duration(500+rng.IntN(2500))*time.Millisecond, func() { p.Heal(); p.Delay(0) })
+			heal := time.AfterFunc(time.Duration(500+rng.IntN(2500))*time.Millisecond, func() { p.Heal(); p.Delay(0); p.Throttle(0) })
 			stops = append(stops, func() { heal.Stop() })
 			faults++
 			faultAt.Reset(time.Duration(300+rng.IntN(1200)) * time.Millisecond)
@@ -232,6 +234,7 @@ loop:
 	for _, p := range proxies {
 		p.Heal()
 		p.Delay(0)
+		p.Throttle(0)
 	}
 	rctx, rcancel := context.WithTimeout(context.Background(), 15*time.Second)
 	err = cli.WaitPeers(rctx, 3)
