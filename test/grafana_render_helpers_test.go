@@ -228,8 +228,9 @@ func renderPreview(pg previewPage) string {
 	b.WriteString(`<div class="grid">`)
 	for _, pp := range pg.panels {
 		g := pp.p.GridPos
-		w := int(float64(g.W)*colW) + (g.W-1)*previewGap
-		h := g.H*previewRowH + (g.H-1)*previewGap
+		// Inside the panel's 1 px border.
+		w := int(float64(g.W)*colW) + (g.W-1)*previewGap - 2
+		h := g.H*previewRowH + (g.H-1)*previewGap - 2
 		style := fmt.Sprintf(`grid-column:%d / span %d;grid-row:%d / span %d`, g.X+1, g.W, g.Y+1, g.H)
 		if pp.p.Type == "row" {
 			fmt.Fprintf(&b, `<div class="row" style="%s">⌄ %s</div>`, style, html.EscapeString(pp.p.Title))
@@ -362,8 +363,10 @@ func renderTimeseries(b *strings.Builder, pp previewPanel, pg previewPage, w, h 
 	}
 	for t := pg.start.Truncate(every).Add(every); !t.After(pg.end); t = t.Add(every) {
 		x := X(float64(t.Sub(pg.start)) / float64(pg.step))
-		fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" class="gl"/><text x="%.1f" y="%.1f" class="xl">%s</text>`,
-			x, x, top, bottom, x, bottom+14, t.UTC().Format("15:04:05"))
+		fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" class="gl"/>`, x, x, top, bottom)
+		if x-left >= 28 && right-x >= 28 { // a label clear of the y axis and the edge
+			fmt.Fprintf(b, `<text x="%.1f" y="%.1f" class="xl">%s</text>`, x, bottom+14, t.UTC().Format("15:04:05"))
+		}
 	}
 	for i, m := range pg.marks {
 		x := X(float64(m.at.Sub(pg.start)) / float64(pg.step))
