@@ -100,7 +100,7 @@ func runFaults(ctx context.Context, w io.Writer, quick bool) error {
 		}
 	}
 	if len(unknown) > 0 {
-		return fmt.Errorf("unknown scenario %s (known: %s)", strings.Join(unknown, ", "), strings.Join(FaultScenarios(), ", "))
+		return fmt.Errorf("unknown bench scenario %s (known: %s)", strings.Join(unknown, ", "), strings.Join(FaultScenarios(), ", "))
 	}
 	var failed []string
 	for _, s := range faultScenarios {

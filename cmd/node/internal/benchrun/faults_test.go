@@ -68,7 +68,7 @@ func TestFaults_ScenarioByName(t *testing.T) {
 		t.Fatalf("not just the scenario asked for:\n%s", out.String())
 	}
 	ctx = WithScenarios(context.Background(), []string{"no-such"})
-	if err := Run(ctx, &out, []string{"faults"}, true); err == nil || !strings.Contains(err.Error(), "unknown scenario") {
+	if err := Run(ctx, &out, []string{"faults"}, true); err == nil || !strings.Contains(err.Error(), "unknown bench scenario") {
 		t.Fatalf("an unknown scenario: %v", err)
 	}
 }
