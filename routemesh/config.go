@@ -83,8 +83,18 @@ type SocketConfig struct {
 	// largest message this node will ever receive (stated in the handshake).
 	// Default 64 MiB.
 	MailboxByteBudget int64
-	// SendTimeout bounds one write to a peer's socket; a peer that does not
-	// read for this long loses its connection. Default 5 s.
+	// SendTimeout bounds one write to a peer's socket (each MiB of it): a
+	// peer that does not read for this long loses its connection. The node
+	// writes to all its inbound peers through one socket, so while a write
+	// to a peer that stopped reading waits out this timeout, the heartbeats
+	// to every other peer wait too: it must stay below what a peer may stay
+	// silent before it is lost (the smaller of LivenessConfig.LastHeard and
+	// MaxGap heartbeat intervals) less one interval, or one stuck peer
+	// costs the node all the others; and the others' calls wait that long.
+	// Zero (the default) derives it from the liveness settings: a quarter
+	// of that margin, at least 250 ms — 500 ms with the default liveness.
+	// A peer that reads is never near it: a write blocks only once the
+	// kernel's buffers toward that peer (megabytes) are full.
 	SendTimeout time.Duration
 	// ReceiveTimeout bounds the connection handshake. Default 5 s.
 	ReceiveTimeout time.Duration
@@ -97,7 +107,6 @@ func DefaultSocketConfig() SocketConfig {
 		ReceiveHWM:           1000,
 		MailboxMessageBudget: 10000,
 		MailboxByteBudget:    64 << 20,
-		SendTimeout:          5 * time.Second,
 		ReceiveTimeout:       5 * time.Second,
 	}
 }
@@ -116,9 +125,6 @@ func (s SocketConfig) withDefaults() SocketConfig {
 	}
 	if s.MailboxByteBudget <= 0 {
 		s.MailboxByteBudget = d.MailboxByteBudget
-	}
-	if s.SendTimeout <= 0 {
-		s.SendTimeout = d.SendTimeout
 	}
 	if s.ReceiveTimeout <= 0 {
 		s.ReceiveTimeout = d.ReceiveTimeout
@@ -352,3 +358,25 @@ func cloneMap[V any](m map[string]V) map[string]V {
 
 // Automatic reports whether this node uses automatic topology.
 func (c *Config) Automatic() bool { return c.RIDPrefix != "" }
+
+// minSendTimeout is the least send timeout derived from liveness settings.
+const minSendTimeout = 250 * time.Millisecond
+
+// silence is how long a peer may go unheard before liveness drops it: the
+// smaller of LastHeard and MaxGap intervals.
+func (l LivenessConfig) silence() time.Duration {
+	return min(l.LastHeard, time.Duration(l.MaxGap)*l.Interval)
+}
+
+// sendTimeoutMargin is what a send timeout must stay below: a peer's
+// silence limit less one heartbeat interval.
+func (l LivenessConfig) sendTimeoutMargin() time.Duration { return l.silence() - l.Interval }
+
+// sendTimeout is the send timeout in force: the configured one, or the one
+// derived from the liveness settings (see SocketConfig.SendTimeout).
+func (c *Config) sendTimeout() time.Duration {
+	if c.Socket.SendTimeout > 0 {
+		return c.Socket.SendTimeout
+	}
+	return max(minSendTimeout, c.Liveness.sendTimeoutMargin()/4)
+}

@@ -278,7 +278,7 @@ func (n *Node) needsDiscovery() bool {
 func (n *Node) guardConfig() zguard.Config {
 	g := zguard.DefaultConfig()
 	g.HandshakeTimeout = n.cfg.Socket.ReceiveTimeout
-	g.WriteTimeout = n.cfg.Socket.SendTimeout
+	g.WriteTimeout = n.cfg.sendTimeout()
 	g.MaxFrame = n.recvLimit + frameSlack
 	return g
 }

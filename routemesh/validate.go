@@ -210,12 +210,16 @@ func (c *Config) validateNumbers() error {
 	switch {
 	case s.SendHWM < 1 || s.ReceiveHWM < 1 || s.MailboxMessageBudget < 1 || s.MailboxByteBudget < 1:
 		return fmt.Errorf("socket HWMs and mailbox budgets must be positive: %+v", s)
-	case s.SendTimeout <= 0 || s.ReceiveTimeout <= 0:
+	case s.SendTimeout < 0 || s.ReceiveTimeout <= 0:
 		return fmt.Errorf("socket timeouts must be positive: %+v", s)
 	case l.Interval <= 0 || l.MaxGap < 1 || l.LastHeard <= 0:
 		return fmt.Errorf("liveness settings must be positive: %+v", l)
 	case l.LastHeard <= l.Interval:
 		return fmt.Errorf("liveness last-heard %v must exceed the heartbeat interval %v (every peer would be lost between heartbeats)", l.LastHeard, l.Interval)
+	case s.SendTimeout > 0 && s.SendTimeout >= l.sendTimeoutMargin():
+		return fmt.Errorf("send timeout %v must stay below %v, the liveness silence limit %v less one heartbeat interval: "+
+			"while a write to a peer that stopped reading waits it out, the heartbeats to every other peer wait too, and they would lose this node",
+			s.SendTimeout, l.sendTimeoutMargin(), l.silence())
 	case c.DrainTimeout <= 0 || c.ShutdownTimeout <= 0:
 		return fmt.Errorf("drain and shutdown timeouts must be positive")
 	case c.HandlerConcurrency < 1:

@@ -133,3 +133,28 @@ func TestMeshBuilder_ConfigIsADeepCopy(t *testing.T) {
 			d.channels[0], len(d.directRequests), d.Peers, d.Trust.Secret)
 	}
 }
+
+// The send timeout in force stays below what a peer may stay silent: one
+// write to a peer that stopped reading holds the heartbeats to the others.
+func TestConfig_SendTimeoutDerivedFromLiveness(t *testing.T) {
+	cases := []struct {
+		live     LivenessConfig
+		explicit time.Duration
+		want     time.Duration
+	}{
+		{DefaultLivenessConfig(), 0, 500 * time.Millisecond}, // silence 2.5 s (5 × 500 ms), less 500 ms, a quarter
+		{LivenessConfig{Interval: 100 * time.Millisecond, MaxGap: 5, LastHeard: time.Second}, 0, 250 * time.Millisecond},
+		{LivenessConfig{Interval: time.Second, MaxGap: 10, LastHeard: 9 * time.Second}, 0, 2 * time.Second},
+		{DefaultLivenessConfig(), 1500 * time.Millisecond, 1500 * time.Millisecond},
+	}
+	for _, c := range cases {
+		cfg := DefaultConfig()
+		cfg.Liveness, cfg.Socket.SendTimeout = c.live, c.explicit
+		if got := cfg.sendTimeout(); got != c.want {
+			t.Errorf("liveness %+v, send timeout %v: in force %v, want %v", c.live, c.explicit, got, c.want)
+		}
+		if got := cfg.sendTimeout(); got >= c.live.sendTimeoutMargin() && c.explicit == 0 && got != minSendTimeout {
+			t.Errorf("liveness %+v: derived %v is not below the margin %v", c.live, got, c.live.sendTimeoutMargin())
+		}
+	}
+}

@@ -124,6 +124,11 @@ func TestConfig_BuilderSettersRefuseBadValues(t *testing.T) {
 		"negative send timeout": {build: func(b *routemesh.MeshBuilder) {
 			b.ConfigureRouterSocket(routemesh.SocketConfig{SendTimeout: -time.Second})
 		}},
+		"send timeout at the liveness margin": {build: func(b *routemesh.MeshBuilder) {
+			// Default liveness: a peer is lost after 2.5 s of silence; a
+			// 2 s send timeout (2.5 s less one 500 ms interval) is refused.
+			b.ConfigureRouterSocket(routemesh.SocketConfig{SendTimeout: 2 * time.Second})
+		}},
 		"negative liveness interval": {build: func(b *routemesh.MeshBuilder) {
 			b.ConfigureLiveness(routemesh.LivenessConfig{Interval: -time.Millisecond})
 		}},
@@ -272,7 +277,7 @@ func TestConfig_DefaultConfigDocumentedDefaults(t *testing.T) {
 	d := routemesh.DefaultConfig()
 	want := routemesh.DefaultSocketConfig()
 	if d.Socket != want || want.SendHWM != 1000 || want.ReceiveHWM != 1000 || want.MailboxMessageBudget != 10000 ||
-		want.MailboxByteBudget != 64<<20 || want.SendTimeout != 5*time.Second || want.ReceiveTimeout != 5*time.Second {
+		want.MailboxByteBudget != 64<<20 || want.SendTimeout != 0 || want.ReceiveTimeout != 5*time.Second {
 		t.Fatalf("socket defaults %+v", d.Socket)
 	}
 	if d.Listen != "tcp://127.0.0.1:0" || d.ObjectRole != routemesh.ObjectNone || d.PlacementWeight != 100 ||

@@ -14,9 +14,9 @@ import (
 // that stops reading keeps sending as if all were well.
 var patientLiveness = routemesh.LivenessConfig{Interval: 50 * time.Millisecond, MaxGap: 100000, LastHeard: time.Hour}
 
-// otherLiveness is the other Clients': a lost Server noticed within a
-// second, well above the Server's send timeout.
-var otherLiveness = routemesh.LivenessConfig{Interval: 50 * time.Millisecond, MaxGap: 20, LastHeard: time.Second}
+// otherLiveness is the other Clients': the defaults (a lost Server
+// noticed after 2.5 s of silence).
+var otherLiveness = routemesh.DefaultLivenessConfig()
 
 // TestFault_PeerThatStopsReadingSparesOtherPeers: a Server S has three
 // Clients. One, P, stops reading its socket (the proxy between them holds
@@ -26,15 +26,16 @@ var otherLiveness = routemesh.LivenessConfig{Interval: 50 * time.Millisecond, Ma
 // single error. After the heal P is served again; every call of the three
 // is accounted for and the goroutines come back to their baseline.
 //
-// S's send timeout (300 ms) is below the other Clients' liveness
-// last-heard (1 s), and must be: S writes to every inbound peer through
-// one router socket, so while one write waits out its timeout the others
-// wait too. With a send timeout above last-heard (2 s here) the other
-// Clients lose S while P is stuck.
+// S runs the default liveness and send timeout, as do the other Clients.
+// S writes to every inbound peer through one router socket, so while one
+// write waits out its timeout the others wait too: the default send
+// timeout (500 ms) is derived to stay well below the silence after which
+// the others would lose S (2.5 s), and below their calls' deadlines. With a 5 s send timeout (the old default)
+// the other Clients lost S while P was stuck.
 func TestFault_PeerThatStopsReadingSparesOtherPeers(t *testing.T) {
 	o := zlink.NewOptions()
-	o.AddRouteMesh("stall").SetRoutingID("s").ConfigureLiveness(fastLiveness).
-		ConfigureRouterSocket(routemesh.SocketConfig{SendTimeout: 300 * time.Millisecond, SendHWM: 64}).
+	o.AddRouteMesh("stall").SetRoutingID("s").
+		ConfigureRouterSocket(routemesh.SocketConfig{SendHWM: 64}).
 		Channel("echo").Server().HandleRequest("echo", echo)
 	s := startHost(t, o).Mesh("stall")
 	proxy, err := fault.New(s.Endpoint())

@@ -184,12 +184,13 @@ var stopReadingLiveness = routemesh.LivenessConfig{Interval: 50 * time.Milliseco
 var otherLiveness = routemesh.LivenessConfig{Interval: 50 * time.Millisecond, MaxGap: 20, LastHeard: time.Second}
 
 func runStopReading(ctx context.Context, r *faultRig, _ bool) (out faultOutcome, err error) {
-	// The send timeout is below the other Clients' last-heard: while one
-	// write waits it out, the Server's writes to its other inbound peers
-	// (one router socket) wait too.
+	// The send timeout (derived from the Server's liveness: 250 ms) is
+	// below the other Clients' last-heard: while one write waits it out,
+	// the Server's writes to its other inbound peers (one router socket)
+	// wait too.
 	o := zlink.NewOptions()
 	o.AddRouteMesh(faultMesh).SetRoutingID("s").ConfigureLiveness(faultLiveness).
-		ConfigureRouterSocket(routemesh.SocketConfig{SendTimeout: 300 * time.Millisecond, SendHWM: 64}).
+		ConfigureRouterSocket(routemesh.SocketConfig{SendHWM: 64}).
 		Channel("echo").Server().HandleRequest("echo", faultEcho)
 	hs, err := r.host(o)
 	if err != nil {
