@@ -46,6 +46,10 @@ func (m *meshActor) onHello(msg *inboundHello) {
 	}, func(err error) {
 		_ = n.mesh().Tell(&pipeFailed{p: p, err: fmt.Errorf("%w: %w", wire.ErrPeerLost, err)})
 	})
+	// The pipe's end (refused, lost, closed) closes its connection too,
+	// after the last frame (a Reject, a goodbye) went out: a refused
+	// stranger keeps no connection.
+	p.w.closer = func() { ln.Disconnect(msg.id) }
 	m.pipes[p.id] = p
 	n.inbnd.Store(p.id, p)
 	n.goWriter(p.w)

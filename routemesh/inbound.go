@@ -155,7 +155,9 @@ func (n *Node) readRouter() {
 		}
 		f, err := wire.DecodeFrame(frame)
 		if err != nil || f.Type != wire.FrameHello {
+			// A connection that does not open with a Hello is no peer.
 			n.cnt.protocolErrors.Add(1)
+			n.ln.Disconnect(id)
 			continue
 		}
 		if err := n.mesh().Tell(&inboundHello{id: id, hello: f.Hello}); err != nil {

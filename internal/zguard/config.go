@@ -35,6 +35,13 @@ type Config struct {
 	// (oversized frame, handshake timeout, duplicate identity, too many
 	// pending, bad greeting or READY), before OnConnClosed. Must not block.
 	OnRejected func(ev ConnEvent)
+	// SpeakFirst refuses (ErrSilent) an accepted connection that sends no
+	// message within HandshakeTimeout of its READY: for sockets whose
+	// peers always speak first (a router whose dialers open with a Hello).
+	SpeakFirst bool
+	// Inbound, optional, is filled by the listeners made with this Config:
+	// through it their owner closes one inbound connection by identity.
+	Inbound *Inbound
 	// TLS, when set, runs every connection over TLS 1.3 with mutual
 	// authentication (NewTLS); a peer that fails it is refused with a
 	// *TLSError (matching ErrTLS) before zmq4 sees the connection. nil =

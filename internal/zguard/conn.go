@@ -47,12 +47,14 @@ type conn struct {
 	handshakeDone atomic.Bool // the peer's READY has been read
 	tlsUp         atomic.Bool // the TLS handshake succeeded (or there is no TLS)
 	adopted       atomic.Bool // zmq4 read again after the READY
+	spoke         atomic.Bool // an accepted conn sent a message after its READY
 
-	mu         sync.Mutex // guards the fields below
-	identity   string
-	adoptTimer *time.Timer // handshakeExpired until the READY, then orphaned
-	closed     bool
-	closedCh   chan struct{}
+	mu          sync.Mutex // guards the fields below
+	identity    string
+	adoptTimer  *time.Timer // handshakeExpired until the READY, then orphaned
+	silentTimer *time.Timer // accepted conns: silent, until the first message
+	closed      bool
+	closedCh    chan struct{}
 }
 
 var _ net.Conn = (*conn)(nil)
@@ -133,6 +135,8 @@ func (c *conn) Read(b []byte) (int, error) {
 			if err := c.onHandshakeCommand(c.rp.body); err != nil {
 				return 0, c.failRead(err, true)
 			}
+		} else if ev == eventFrame && c.silentTimer != nil && !c.spoke.Load() && !c.rp.command() {
+			c.spoke.Store(true) // the first message: it is not silent
 		}
 	}
 	if rerr != nil {
@@ -192,9 +196,21 @@ func (c *conn) onHandshakeCommand(body []byte) error {
 	}
 	if !c.closed {
 		c.adoptTimer = time.AfterFunc(c.cfg.HandshakeTimeout, c.orphaned)
+		if c.ln != nil && c.cfg.SpeakFirst {
+			c.silentTimer = time.AfterFunc(c.cfg.HandshakeTimeout, c.silent)
+		}
 	}
 	c.mu.Unlock()
 	return nil
+}
+
+// silent refuses an accepted conn that sent no message within the
+// handshake timeout of its READY: a stranger that connects and says
+// nothing holds no connection for long.
+func (c *conn) silent() {
+	if !c.spoke.Load() {
+		c.reject(ErrSilent)
+	}
 }
 
 // adopt records that zmq4 reads the conn after its handshake.
@@ -307,6 +323,9 @@ func (c *conn) closeWith(reason error, rejected bool) {
 	if c.adoptTimer != nil {
 		c.adoptTimer.Stop()
 	}
+	if c.silentTimer != nil {
+		c.silentTimer.Stop()
+	}
 	ev := ConnEvent{Identity: c.identity, Remote: c.remote, Reason: reason}
 	c.mu.Unlock()
 
@@ -317,6 +336,8 @@ func (c *conn) closeWith(reason error, rejected bool) {
 	switch {
 	case rejected && errors.As(reason, &te):
 		lingerClose(c.tcp) // let our TLS alert or ZMTP signature reach the peer
+	case errors.Is(reason, ErrDisconnected):
+		lingerClose(c.tcp) // the refusal just written must reach the peer
 	case rejected || !errors.Is(reason, ErrClosedLocally) || !c.tlsUp.Load():
 		_ = c.tcp.Close()
 	default:

@@ -28,6 +28,14 @@ var (
 	// ErrClosedLocally is the ConnEvent.Reason of a connection closed by
 	// this process (zmq4 closing it, or its listener closing).
 	ErrClosedLocally = errors.New("zlink: connection closed locally")
+	// ErrSilent: an accepted connection sent no message within
+	// Config.HandshakeTimeout of its READY (it holds a connection and says
+	// nothing).
+	ErrSilent = errors.New("zlink: no message after the zmtp handshake")
+	// ErrDisconnected is the ConnEvent.Reason of an inbound connection its
+	// socket's owner closed with Inbound.Disconnect (it matches
+	// ErrClosedLocally too).
+	ErrDisconnected = fmt.Errorf("%w: disconnected by its owner", ErrClosedLocally)
 	// ErrBadEndpoint: Endpoint got an endpoint that is not tcp://host:port.
 	ErrBadEndpoint = errors.New("zlink: endpoint is not tcp://")
 	// ErrInvalidConfig: a Config field is out of range.

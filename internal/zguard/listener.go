@@ -49,6 +49,9 @@ func listen(ctx context.Context, addr string, cfg Config) (*listener, error) {
 		pending: make(map[*conn]struct{}),
 		live:    make(map[string]*conn),
 	}
+	if cfg.Inbound != nil {
+		cfg.Inbound.add(l)
+	}
 	l.wg.Add(1)
 	go l.acceptLoop()
 	l.stopCtx = context.AfterFunc(ctx, func() { _ = l.Close() })
@@ -217,4 +220,38 @@ func (l *listener) forget(c *conn, identity string) {
 		delete(l.live, identity)
 	}
 	l.mu.Unlock()
+}
+
+// Inbound closes inbound connections by identity for the owner of a
+// listening socket (zmq4's router has no call for it): a peer the owner
+// refused, or one that stopped answering, loses its TCP connection instead
+// of holding it until it goes away by itself.
+type Inbound struct {
+	mu sync.Mutex
+	ls []*listener
+}
+
+func (in *Inbound) add(l *listener) {
+	in.mu.Lock()
+	in.ls = append(in.ls, l)
+	in.mu.Unlock()
+}
+
+// Disconnect closes the inbound connection that announced identity, after
+// what was written to it (a refusal) has gone out. It reports whether one
+// was found.
+func (in *Inbound) Disconnect(identity string) bool {
+	in.mu.Lock()
+	ls := in.ls
+	in.mu.Unlock()
+	for _, l := range ls {
+		l.mu.Lock()
+		c := l.live[identity]
+		l.mu.Unlock()
+		if c != nil {
+			c.closeWith(ErrDisconnected, false)
+			return true
+		}
+	}
+	return false
 }

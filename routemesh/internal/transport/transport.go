@@ -50,6 +50,10 @@ type Listener interface {
 	// an unknown or closed identity is dropped silently (nil). It may block
 	// while the peer does not read, at most the transport's write timeout.
 	Send(identity, frame []byte) error
+	// Disconnect closes the inbound connection of identity once what was
+	// sent to it has gone out (a refused or lost pipe's connection, which
+	// the peer would otherwise keep open). Unknown identities are ignored.
+	Disconnect(identity string)
 	// Close unbinds the endpoint and closes every inbound connection.
 	Close() error
 }

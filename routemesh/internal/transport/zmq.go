@@ -73,6 +73,9 @@ func (t *ZMQ) Listen(endpoint string, ev Events) (Listener, error) {
 		return nil, err
 	}
 	g := t.cfg.Guard
+	// A router's dialers always speak first (a Hello): one that says
+	// nothing after its READY is refused, and the owner can close one.
+	g.SpeakFirst, g.Inbound = true, &zguard.Inbound{}
 	if on := ev.OnClosed; on != nil {
 		g.OnConnClosed = func(ce zguard.ConnEvent) {
 			// A connection refused for claiming a live identity is not the
@@ -98,7 +101,7 @@ func (t *ZMQ) Listen(endpoint string, ev Events) (Listener, error) {
 		_ = r.Close()
 		return nil, err
 	}
-	return &zmqListener{s: r}, nil
+	return &zmqListener{s: r, inbound: g.Inbound}, nil
 }
 
 // Dial connects a DEALER with identity to endpoint.
@@ -123,9 +126,12 @@ func (t *ZMQ) Dial(ctx context.Context, endpoint, identity string) (Conn, error)
 }
 
 type zmqListener struct {
-	s      zmq4.Socket
-	closed atomic.Bool
+	s       zmq4.Socket
+	inbound *zguard.Inbound
+	closed  atomic.Bool
 }
+
+func (l *zmqListener) Disconnect(identity string) { l.inbound.Disconnect(identity) }
 
 func (l *zmqListener) Addr() net.Addr { return l.s.Addr() }
 

@@ -193,6 +193,12 @@ func (l *listener) Send(identity, frame []byte) error {
 	return nil
 }
 
+// Disconnect does nothing: memnet does not model a TCP close of one
+// connection. The dialer learns the end from the frames sent before (a
+// Reject) or by its own liveness, as it did before connections could be
+// closed.
+func (l *listener) Disconnect(string) {}
+
 // Close unbinds the endpoint; every connection to it is reset.
 func (l *listener) Close() error {
 	l.net.mu.Lock()
