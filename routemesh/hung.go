@@ -72,6 +72,7 @@ func (m *meshActor) hungSweep() {
 	reg := n.sys.Registry()
 	for _, o := range n.owners(n.load()) {
 		c, running := o.track.overdue(now)
+		o.pool.trim() // workers idle since the last sweep leave
 		total += c
 		reg.SetHung(o.path, c)
 		// Running handlers beside the queued messages the tree shows.
@@ -98,15 +99,16 @@ func (m *meshActor) hungSweep() {
 type ownerInfo struct {
 	path  string
 	track *hungTracker
+	pool  *handlerPool
 }
 
 func (n *Node) owners(v *view) []ownerInfo {
 	out := make([]ownerInfo, 0, len(v.owners)+1)
 	if v.direct != nil {
-		out = append(out, ownerInfo{path: v.direct.Path(), track: n.directTrack})
+		out = append(out, ownerInfo{path: v.direct.Path(), track: n.directTrack, pool: n.directPool})
 	}
 	for name, ref := range v.owners {
-		out = append(out, ownerInfo{path: ref.Path(), track: n.channels[name].track})
+		out = append(out, ownerInfo{path: ref.Path(), track: n.channels[name].track, pool: n.channels[name].pool})
 	}
 	return out
 }

@@ -16,16 +16,17 @@ import (
 // ownerActor owns one handler scope (the Node-direct scope of a MeshNode,
 // or a channel) and runs its handlers. Its bounded mailbox is the
 // admission: a full mailbox is ErrBusy to the caller, never a silent drop.
-// Handlers run on up to cap(slots) goroutines at once; while all are busy
-// the owner stops taking messages, so they wait in the mailbox, counted
-// against its budgets (queued ≤ budget, running ≤ concurrency).
+// Handlers run on up to the concurrency limit of its pool's workers at
+// once; while all are busy the owner stops taking messages, so they wait in
+// the mailbox, counted against its budgets (queued ≤ budget, running ≤
+// concurrency).
 type ownerActor struct {
 	n        *Node
 	channel  string
 	requests map[string]RequestHandler
 	sends    map[string]SendHandler
 	deferred map[string]DeferredHandler // Node-direct scope only
-	slots    chan struct{}              // shared across restarts: running handlers
+	pool     *handlerPool               // shared across restarts: running handlers
 	track    *hungTracker               // shared across restarts: running handlers' deadlines
 }
 
@@ -42,8 +43,8 @@ func (o *ownerActor) Receive(c actor.Context) {
 		o.runDeferred(h, m)
 		return
 	}
-	// Take a running slot. The common cases (not stopping; a slot free)
-	// are decided by non-blocking channel operations, which need no lock.
+	// Hand it to a worker. The common cases (not stopping; a worker free)
+	// are decided without blocking.
 	done := o.n.hctx.Done()
 	select {
 	case <-done:
@@ -51,20 +52,9 @@ func (o *ownerActor) Receive(c actor.Context) {
 		return
 	default:
 	}
-	select {
-	case o.slots <- struct{}{}:
-	default:
-		select {
-		case o.slots <- struct{}{}:
-		case <-done:
-			o.stopping(m)
-			return
-		}
+	if !o.pool.submit(poolJob{o: o, m: m}, done) {
+		o.stopping(m)
 	}
-	go func() {
-		defer func() { <-o.slots }()
-		o.handle(m)
-	}()
 }
 
 // stopping answers m instead of running it: the node is stopping.
@@ -106,10 +96,10 @@ func (o *ownerActor) refuse(m *inbound, err error) {
 
 // handle runs one admitted message's handler and answers it.
 //
-// It runs on a goroutine of its own, which starts with the smallest stack:
-// the path from here to the reply's queueing keeps its frames small (the
-// error answers are out of line), so a handler that itself needs little
-// stack never makes the goroutine grow and copy its stack.
+// It runs on a pool worker: the path from here to the reply's queueing
+// keeps its frames small (the error answers are out of line), so a handler
+// that itself needs little stack never makes the worker grow and copy its
+// stack.
 func (o *ownerActor) handle(m *inbound) {
 	defer o.n.work.done()
 	switch m.env.Kind {
