@@ -16,6 +16,7 @@ type result struct {
 	from     string            // RID that served it
 	headroom map[string]uint32 // what the server reported (replies)
 	expired  bool              // the table ended the call at its deadline
+	at       int64             // table clock when it arrived (0 = not read)
 }
 
 // notifier receives an asynchronous call's result instead of a waiting
@@ -93,6 +94,10 @@ func newCallTable() *callTable {
 // now reads the table clock: monotonic nanoseconds since the table's epoch
 // (never 0 once a call can be registered: the epoch is in the past).
 func (t *callTable) now() int64 { return int64(time.Since(t.epoch)) + 1 }
+
+// at is the table clock at now, a reading taken for something else (no
+// clock read of its own).
+func (t *callTable) at(now time.Time) int64 { return int64(now.Sub(t.epoch)) + 1 }
 
 var pendingPool = sync.Pool{New: func() any { return &pending{done: make(chan result, 1), hidx: -1} }}
 

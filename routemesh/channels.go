@@ -24,6 +24,8 @@ type channelOwner struct {
 	// last is the last selection decision made by this node on the channel.
 	last  atomic.Pointer[Selection]
 	picks atomic.Uint64 // selections made, for sampling the report
+	// sel is the select-one input cached for the current view and table.
+	sel atomic.Pointer[selCache]
 }
 
 // Selection is the last select-one decision of a channel, for monitoring:

@@ -124,7 +124,7 @@ func (o *ownerActor) handleSend(m *inbound) {
 	}
 	hc := o.initContext(m)
 	hc.Context = o.n.hctx
-	k := o.track.start(time.Now().Add(DefaultRequestTimeout))
+	k := o.track.start(arrival(m).Add(DefaultRequestTimeout))
 	o.runSend(h, hc, m.env.Payload)
 	o.track.end(k)
 }
@@ -136,7 +136,7 @@ func (o *ownerActor) handleRequest(m *inbound) {
 		return
 	}
 	hc := o.initContext(m)
-	m.dc.parent, m.dc.deadline = o.n.hctx, time.Now().Add(time.Duration(m.env.TimeoutMs)*time.Millisecond)
+	m.dc.parent, m.dc.deadline = o.n.hctx, arrival(m).Add(time.Duration(m.env.TimeoutMs)*time.Millisecond)
 	hc.Context = &m.dc
 	k := o.track.start(m.dc.deadline)
 	out, err := o.runRequest(h, hc, m.env.Payload)
@@ -147,6 +147,15 @@ func (o *ownerActor) handleRequest(m *inbound) {
 		return
 	}
 	o.n.replyPayload(m.from, m.env.Corr, out, o.lowHeadroom())
+}
+
+// arrival is when m arrived (deliverAt keeps it in the deadline field until
+// the handler starts), or now.
+func arrival(m *inbound) time.Time {
+	if at := m.dc.deadline; !at.IsZero() {
+		return at
+	}
+	return time.Now()
 }
 
 // replyError answers m with an Error envelope (out of line: see handle).
