@@ -230,8 +230,8 @@ func (w *writer) run() {
 		}
 	}()
 	var (
-		batch = make([]wire.Envelope, 0, 256)
-		buf   []byte
+		bw  wire.BatchWriter // encodes straight from the lanes
+		buf []byte
 		// The items taken from the lanes and not yet sent: ctl[ci:] and
 		// data[di:]. Sent items are cleared (no payload stays referenced).
 		data   []wire.Envelope
@@ -269,9 +269,6 @@ func (w *writer) run() {
 			if cap(ctl) > maxKeptLane {
 				ctl = nil
 			}
-			if cap(batch) > 4*maxKeptLane {
-				batch = make([]wire.Envelope, 0, 256)
-			}
 		}
 		return got
 	}
@@ -297,11 +294,11 @@ func (w *writer) run() {
 			}
 			continue
 		}
-		batch = batch[:0]
+		bw.Reset(buf[:0])
 		size := 0
 		yielded := false
 	fill:
-		for len(batch) < 4096 {
+		for bw.Len() < 4096 {
 			switch {
 			case ci < len(ctl):
 				it := &ctl[ci]
@@ -309,20 +306,20 @@ func (w *writer) run() {
 					break fill // the batch goes before the frame
 				}
 				es := it.env.Size()
-				if len(batch) > 0 && size+es > w.maxBatch {
+				if bw.Len() > 0 && size+es > w.maxBatch {
 					break fill
 				}
-				batch = append(batch, it.env)
+				bw.Add(&it.env)
 				size += es
 				*it = outItem{}
 				ci++
 			case di < len(data):
 				e := &data[di]
 				es := e.Size()
-				if len(batch) > 0 && size+es > w.maxBatch {
+				if bw.Len() > 0 && size+es > w.maxBatch {
 					break fill
 				}
-				batch = append(batch, *e)
+				bw.Add(e)
 				size += es
 				*e = wire.Envelope{}
 				di++
@@ -333,7 +330,7 @@ func (w *writer) run() {
 				// Let callers that are about to submit run once before the
 				// batch is sealed: on a busy node this turns many small
 				// frames into one, at the cost of one scheduler pass.
-				if !yielded && len(batch) < 16 {
+				if !yielded && bw.Len() < 16 {
 					yielded = true
 					runtime.Gosched()
 					continue
@@ -341,12 +338,12 @@ func (w *writer) run() {
 				break fill
 			}
 		}
-		if len(batch) == 0 {
+		empty := bw.Len() == 0
+		var err error
+		buf, err = bw.Finish()
+		if empty {
 			continue
 		}
-		var err error
-		buf, err = wire.AppendFrame(buf[:0], &wire.Frame{Type: wire.FrameBatch, Batch: batch})
-		clear(batch) // drop payload references
 		if err != nil {
 			w.onError(err)
 			return

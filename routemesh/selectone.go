@@ -63,11 +63,15 @@ func (n *Node) selectOne(channel string) (*link, error) {
 	n.rngMu.Lock()
 	idx, outcome := selection.Pick(cands, n.rng)
 	n.rngMu.Unlock()
-	// The decision report is for monitoring: built for one call in
-	// selectionReportEvery (and the first), and always when the call cannot
-	// be placed — not on every call of the hot path.
+	// The decision report is for monitoring: built for the first call, for
+	// one in selectionReportEvery when the last report is older than
+	// selectionReportAge, and always when the call cannot be placed — not
+	// on every call of the hot path.
 	if n := co.picks.Add(1); outcome != selection.Picked || n%selectionReportEvery == 1 {
-		co.last.Store(newSelection(time.Now(), cands, idx, outcome))
+		now := time.Now()
+		if last := co.last.Load(); outcome != selection.Picked || last == nil || now.Sub(last.At) >= selectionReportAge {
+			co.last.Store(newSelection(now, cands, idx, outcome))
+		}
 	}
 	switch outcome {
 	case selection.Picked:
@@ -135,6 +139,10 @@ func (c *selCache) candidates(v *view, buf []selection.Candidate) []selection.Ca
 // selectionReportEvery is how many successful selections share one decision
 // report (a power of two keeps the check cheap).
 const selectionReportEvery = 16
+
+// selectionReportAge is how long a successful selection's report stands
+// before another successful one replaces it.
+const selectionReportAge = 100 * time.Millisecond
 
 func newSelection(at time.Time, cands []selection.Candidate, idx int, outcome selection.Outcome) *Selection {
 	considered := selection.Consider(cands)
