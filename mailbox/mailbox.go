@@ -277,7 +277,9 @@ func (m *Mailbox) invokeSystem(msg any) (ok bool) {
 // escalated.
 func (m *Mailbox) invokeUser(e entry) (ok bool) {
 	defer func() {
-		if e.budgeted {
+		if e.budgeted && kept(e.msg) {
+			// The message took its budget over: its keeper releases it.
+		} else if e.budgeted {
 			m.relN++
 			m.relB += e.size
 			m.done++
@@ -295,6 +297,19 @@ func (m *Mailbox) invokeUser(e entry) (ok bool) {
 	}()
 	m.invoker.InvokeUserMessage(e.msg)
 	return true
+}
+
+// BudgetKeeper is a user message that can take its admission budget over
+// from the mailbox while its actor handles it (to queue it somewhere else
+// that counts as queued). When KeptBudget reports true once the actor
+// returned, the mailbox neither releases the message's budget nor counts it
+// as processed: whoever kept it calls Quota.Release with its admitted size,
+// exactly once.
+type BudgetKeeper interface{ KeptBudget() bool }
+
+func kept(msg any) bool {
+	k, ok := msg.(BudgetKeeper)
+	return ok && k.KeptBudget()
 }
 
 // DrainUser removes every user message still queued (staged or waiting),

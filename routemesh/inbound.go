@@ -20,7 +20,13 @@ type inbound struct {
 	from *link
 	hc   Context
 	dc   deadlineCtx
+	// kept: the owner queued it in its handler pool, which took its
+	// mailbox budget over (see mailbox.BudgetKeeper).
+	kept bool
 }
+
+// KeptBudget implements mailbox.BudgetKeeper.
+func (m *inbound) KeptBudget() bool { return m.kept }
 
 // Size is what the owner's byte budget counts.
 func (m *inbound) Size() int { return m.env.Size() }

@@ -10,6 +10,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/zlink-go/zlink/actors"
+	"github.com/zlink-go/zlink/mailbox"
 	"github.com/zlink-go/zlink/wire"
 )
 
@@ -17,9 +18,10 @@ import (
 // or a channel) and runs its handlers. Its bounded mailbox is the
 // admission: a full mailbox is ErrBusy to the caller, never a silent drop.
 // Handlers run on up to the concurrency limit of its pool's workers at
-// once; while all are busy the owner stops taking messages, so they wait in
-// the mailbox, counted against its budgets (queued ≤ budget, running ≤
-// concurrency).
+// once; while all are busy the owner queues up to that many more in the
+// pool and then stops taking messages, so they wait in the mailbox. Queued
+// messages, in the mailbox or the pool, count against its budgets (queued ≤
+// budget, running ≤ concurrency).
 type ownerActor struct {
 	n        *Node
 	channel  string
@@ -27,6 +29,7 @@ type ownerActor struct {
 	sends    map[string]SendHandler
 	deferred map[string]DeferredHandler // Node-direct scope only
 	pool     *handlerPool               // shared across restarts: running handlers
+	q        *mailbox.Quota             // the owner's budgets (from Started)
 	track    *hungTracker               // shared across restarts: running handlers' deadlines
 }
 
@@ -35,6 +38,11 @@ var _ actors.FailureHandler = (*ownerActor)(nil)
 func (o *ownerActor) Receive(c actor.Context) {
 	m, ok := c.Message().(*inbound)
 	if !ok {
+		if _, ok := c.Message().(*actor.Started); ok {
+			if ref := o.n.sys.Self(c); ref != nil {
+				o.q = ref.Quota()
+			}
+		}
 		return
 	}
 	if h := o.deferred[m.env.Packet]; h != nil && (m.env.Kind == wire.KindRequest || m.env.Kind == wire.KindSend) {
@@ -43,8 +51,9 @@ func (o *ownerActor) Receive(c actor.Context) {
 		o.runDeferred(h, m)
 		return
 	}
-	// Hand it to a worker. The common cases (not stopping; a worker free)
-	// are decided without blocking.
+	// Hand it to a worker, or queue it in the pool with its budget. The
+	// common cases (not stopping; a worker free or room in the queue) are
+	// decided without blocking.
 	done := o.n.hctx.Done()
 	select {
 	case <-done:
@@ -52,7 +61,7 @@ func (o *ownerActor) Receive(c actor.Context) {
 		return
 	default:
 	}
-	if !o.pool.submit(poolJob{o: o, m: m}, done) {
+	if !o.pool.submit(poolJob{o: o, m: m, q: o.q}, done) {
 		o.stopping(m)
 	}
 }

@@ -3,19 +3,26 @@ package routemesh
 import (
 	"context"
 	"sync"
+
+	"github.com/zlink-go/zlink/mailbox"
 )
 
 // handlerPool runs one owner's handlers on long-lived worker goroutines, at
 // most limit at once (the owner's handler concurrency). It is shared by
 // every incarnation of the owner, like its hung tracker. A small leaf
-// structure: mu guards only the counts, the idle list and the hand-over.
+// structure: mu guards only the counts, the idle list and the queue.
 //
-// A worker that finishes a handler takes the owner's next message at once
-// when the owner is waiting for a free worker (no goroutine parks or
-// starts); otherwise it parks on the idle list until the owner hands it
-// work. Workers are started while fewer than limit run, and the hung-check
-// sweep retires those idle for a whole sweep interval, so an idle owner
-// keeps no goroutines; the node's end retires the rest.
+// While fewer than limit handlers run, the owner hands a message to an idle
+// worker (or starts one). While all run, it queues the message here, up to
+// limit of them, keeping the message's mailbox budget (see inbound.kept):
+// a queued message still counts as queued against the owner's budgets, so
+// admission is what it would be with the message still in the mailbox. A
+// worker that finishes takes the next queued message at once (no goroutine
+// parks or starts, and the owner is not woken per message); the owner
+// waits only while the queue is full, until it is half empty. Workers are
+// started while fewer than limit run, and the hung-check sweep retires
+// those idle for a whole sweep interval, so an idle owner keeps no
+// goroutines; the node's end retires the rest.
 type handlerPool struct {
 	limit int
 
@@ -25,14 +32,18 @@ type handlerPool struct {
 	workers int           // workers alive: busy, idle, or starting
 	idle    []*poolWorker // parked workers, the longest idle first
 	gen     uint64        // sweeps so far (see trim)
-	next    poolJob       // the owner's message waiting for a worker (m nil = none)
-	taken   chan struct{} // buffered 1: a worker took next
+	queue   []poolJob     // ring of limit: messages waiting for a worker
+	qhead   int
+	qlen    int
+	waiting bool          // the owner waits for room (or a free worker)
+	room    chan struct{} // buffered 1: wakes the waiting owner
 }
 
 // poolJob is one admitted message and the owner incarnation that took it.
 type poolJob struct {
 	o *ownerActor
 	m *inbound
+	q *mailbox.Quota // the budget m keeps while queued; nil = the mailbox's
 }
 
 // poolWorker is one parked worker's wake-up: a job, or a zero job to exit.
@@ -44,73 +55,116 @@ type poolWorker struct {
 // newHandlerPool returns a pool whose workers all leave once ctx (the
 // node's life) ends.
 func newHandlerPool(ctx context.Context, limit int) *handlerPool {
-	p := &handlerPool{limit: limit, taken: make(chan struct{}, 1)}
+	p := &handlerPool{limit: limit, queue: make([]poolJob, limit), room: make(chan struct{}, 1)}
 	context.AfterFunc(ctx, p.close)
 	return p
 }
 
-// submit hands j to a worker: an idle one, a new one while fewer than
-// limit run, or else the first one to finish, waiting for it (the owner
-// takes no further message meanwhile, so the rest wait in its mailbox).
-// It reports false, with j not run, when done closes first.
+// submit hands j to a worker: an idle one, or a new one while fewer than
+// limit run. With all busy it queues j when j carries its quota (j.q) and
+// the queue has room; otherwise it waits (the owner takes no further
+// message meanwhile, so the rest wait in its mailbox). It reports false,
+// with j neither run nor queued, when done closes first.
 func (p *handlerPool) submit(j poolJob, done <-chan struct{}) bool {
-	p.mu.Lock()
-	if p.busy < p.limit {
-		p.busy++
-		if k := len(p.idle); k > 0 {
-			w := p.idle[k-1]
-			p.idle[k-1] = nil
-			p.idle = p.idle[:k-1]
+	for {
+		p.mu.Lock()
+		if p.busy < p.limit && p.qlen == 0 {
+			j.q = nil // run now: the mailbox keeps (and releases) the budget
+			p.busy++
+			if k := len(p.idle); k > 0 {
+				w := p.idle[k-1]
+				p.idle[k-1] = nil
+				p.idle = p.idle[:k-1]
+				p.mu.Unlock()
+				w.wake <- j
+				return true
+			}
+			p.workers++
 			p.mu.Unlock()
-			w.wake <- j
+			go p.work(&poolWorker{wake: make(chan poolJob, 1)}, j)
 			return true
 		}
-		p.workers++
+		if j.q != nil && p.qlen < len(p.queue) {
+			j.m.kept = true // the mailbox leaves its budget to us
+			p.queue[(p.qhead+p.qlen)%len(p.queue)] = j
+			p.qlen++
+			p.mu.Unlock()
+			return true
+		}
+		p.waiting = true
 		p.mu.Unlock()
-		go p.work(&poolWorker{wake: make(chan poolJob, 1)}, j)
-		return true
+		select {
+		case <-p.room:
+		case <-done:
+			p.mu.Lock()
+			p.waiting = false
+			p.mu.Unlock()
+			return false
+		}
 	}
-	p.next = j
-	p.mu.Unlock()
-	select {
-	case <-p.taken:
-		return true
-	case <-done:
-	}
-	p.mu.Lock()
-	if p.next.m == j.m {
-		p.next = poolJob{}
-		p.mu.Unlock()
-		return false
-	}
-	p.mu.Unlock()
-	<-p.taken // a worker took it meanwhile
-	return true
 }
 
 // work runs jobs until the worker is retired or the node has ended.
 func (p *handlerPool) work(w *poolWorker, j poolJob) {
 	for {
-		j.o.handle(j.m)
+		p.run(j)
 		p.mu.Lock()
-		if p.next.m != nil {
-			j, p.next = p.next, poolJob{}
+		if p.qlen > 0 {
+			j = p.queue[p.qhead]
+			p.queue[p.qhead] = poolJob{}
+			p.qhead = (p.qhead + 1) % len(p.queue)
+			p.qlen--
+			wake := p.waiting && p.qlen <= len(p.queue)/2
 			p.mu.Unlock()
-			p.taken <- struct{}{}
+			if wake {
+				p.wakeOwner()
+			}
 			continue
 		}
 		p.busy--
+		wake := p.waiting
 		if p.closed {
 			p.workers--
 			p.mu.Unlock()
+			if wake {
+				p.wakeOwner()
+			}
 			return
 		}
 		w.gen = p.gen
 		p.idle = append(p.idle, w)
 		p.mu.Unlock()
+		if wake {
+			p.wakeOwner()
+		}
 		if j = <-w.wake; j.m == nil {
 			return // retired by trim or close
 		}
+	}
+}
+
+// run runs one job. A queued one first gives back the budget it kept, and
+// is refused instead when the node has begun to stop meanwhile (as the
+// owner refuses what it takes from its mailbox then).
+func (p *handlerPool) run(j poolJob) {
+	if j.q != nil {
+		j.q.Release(int64(j.m.Size()))
+		if j.o.n.hctx != nil && j.o.n.hctx.Err() != nil {
+			j.o.stopping(j.m)
+			return
+		}
+	}
+	j.o.handle(j.m)
+}
+
+// wakeOwner wakes the owner waiting in submit (p.waiting was set).
+func (p *handlerPool) wakeOwner() {
+	p.mu.Lock()
+	p.waiting = false
+	p.mu.Unlock()
+	select {
+	case p.room <- struct{}{}:
+	default:
 	}
 }
 

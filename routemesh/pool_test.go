@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zlink-go/zlink/mailbox"
 	"github.com/zlink-go/zlink/wire"
 )
 
@@ -75,4 +76,56 @@ func TestHandlerPool_LimitTrimAndClose(t *testing.T) {
 	}
 	<-entered
 	cancel()
+}
+
+func TestHandlerPool_QueueKeepsTheBudget(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := newHandlerPool(ctx, 1)
+	entered := make(chan struct{}, 4)
+	release := make(chan struct{})
+	o := poolOwner(entered, release)
+	q := mailbox.NewQuota(10, 0)
+	never := make(chan struct{})
+	admit := func() *inbound {
+		m := poolMsg()
+		if err := q.Admit(int64(m.Size())); err != nil {
+			t.Fatal(err)
+		}
+		o.n.work.add()
+		return m
+	}
+	first := poolMsg()
+	o.n.work.add()
+	if !p.submit(poolJob{o: o, m: first, q: q}, never) || first.kept {
+		t.Fatal("a message run at once must leave its budget to the mailbox")
+	}
+	<-entered
+	// The one worker is busy: the next message is queued at once (the
+	// owner does not wait) and keeps its budget, so it still counts.
+	second := admit()
+	if !p.submit(poolJob{o: o, m: second, q: q}, never) || !second.kept {
+		t.Fatal("the second message was not queued with its budget")
+	}
+	if d := q.Stats().Depth; d != 1 {
+		t.Fatalf("depth with one message queued = %d, want 1", d)
+	}
+	// The queue (one place) is full: a third waits, and is handed back
+	// unqueued when done closes.
+	done := make(chan struct{})
+	close(done)
+	third := poolMsg()
+	if p.submit(poolJob{o: o, m: third, q: q}, done) || third.kept {
+		t.Fatal("a third message was queued beyond the queue's room")
+	}
+	close(release)
+	<-entered // the worker took the queued one
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	if err := o.n.work.wait(wctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := q.Stats(); st.Depth != 0 || st.Processed != 1 {
+		t.Fatalf("after the queued message ran: depth %d, processed %d; want 0, 1", st.Depth, st.Processed)
+	}
 }
