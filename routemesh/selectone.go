@@ -60,9 +60,16 @@ func (n *Node) selectOne(channel string) (*link, error) {
 	var cbuf [8]selection.Candidate
 	sc := n.selectInput(co, v)
 	cands, ls := sc.candidates(v, cbuf[:0]), sc.links
-	n.rngMu.Lock()
-	idx, outcome := selection.Pick(cands, n.rng)
-	n.rngMu.Unlock()
+	var idx int
+	var outcome selection.Outcome
+	if len(cands) == 1 && eligibleOne(&cands[0]) {
+		// One eligible member (the filter of selection.Pick): no draw.
+		idx, outcome = 0, selection.Picked
+	} else {
+		n.rngMu.Lock()
+		idx, outcome = selection.Pick(cands, n.rng)
+		n.rngMu.Unlock()
+	}
 	// The decision report is for monitoring: built for the first call, for
 	// one in selectionReportEvery when the last report is older than
 	// selectionReportAge, and always when the call cannot be placed — not
@@ -81,6 +88,11 @@ func (n *Node) selectOne(channel string) (*link, error) {
 	default:
 		return nil, fmt.Errorf("%w: no ready Server with weight > 0 on %s", wire.ErrNoTarget, channel)
 	}
+}
+
+// eligibleOne is selection.Pick's filter for one candidate.
+func eligibleOne(c *selection.Candidate) bool {
+	return c.Ready && !c.Draining && !c.Full && c.Weight > 0
 }
 
 // selCache is one channel's select-one input for one view and one target
