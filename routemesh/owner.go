@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -178,14 +179,10 @@ func (o *ownerActor) replyError(m *inbound, err error) {
 // quarter of the budget), so callers skip a full Server before it refuses;
 // nil otherwise (no allocation on the common path).
 func (o *ownerActor) lowHeadroom() map[string]uint32 {
-	if o.channel == "" {
+	if o.channel == "" || o.q == nil {
 		return nil
 	}
-	ref := o.n.load().owners[o.channel]
-	if ref == nil {
-		return nil
-	}
-	st := ref.Quota().Stats()
+	st := o.q.Stats()
 	if st.MaxMessages <= 0 {
 		return nil
 	}
@@ -240,10 +237,12 @@ type deadlineCtx struct {
 	parent   context.Context
 	deadline time.Time
 
-	mu sync.Mutex
 	// x is nil until Done or release; dcReleased once released without a
-	// Done; else the Done state.
-	x *dcDone
+	// Done; else the Done state. The common path (no Done: release only)
+	// is one compare-and-swap; mu serializes Done's setup, cancel and the
+	// release of a context whose Done was asked for, and guards x.err.
+	x  atomic.Pointer[dcDone]
+	mu sync.Mutex
 }
 
 // dcDone is a deadlineCtx's state once a handler asked for Done.
@@ -263,13 +262,13 @@ func (c *deadlineCtx) Value(key any) any { return c.parent.Value(key) }
 
 func (c *deadlineCtx) Err() error {
 	var err error
-	c.mu.Lock()
-	if x := c.x; x == dcReleased {
+	if x := c.x.Load(); x == dcReleased {
 		err = context.Canceled
 	} else if x != nil {
+		c.mu.Lock()
 		err = x.err
+		c.mu.Unlock()
 	}
-	c.mu.Unlock()
 	if err != nil {
 		return err
 	}
@@ -285,17 +284,18 @@ func (c *deadlineCtx) Err() error {
 func (c *deadlineCtx) Done() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.x != nil && c.x != dcReleased {
-		return c.x.done
+	cur := c.x.Load()
+	if cur != nil && cur != dcReleased {
+		return cur.done
 	}
 	x := &dcDone{done: make(chan struct{})}
-	if c.x == dcReleased {
+	if cur == dcReleased || !c.x.CompareAndSwap(nil, x) {
+		// Released (perhaps just now, by release's fast path).
 		x.err = context.Canceled
 		close(x.done)
-		c.x = x
+		c.x.Store(x)
 		return x.done
 	}
-	c.x = x
 	t := time.AfterFunc(time.Until(c.deadline), func() { c.cancel(context.DeadlineExceeded) })
 	x.stopTimer = t.Stop
 	x.stopParent = context.AfterFunc(c.parent, func() { c.cancel(c.parent.Err()) })
@@ -306,7 +306,7 @@ func (c *deadlineCtx) Done() <-chan struct{} {
 func (c *deadlineCtx) cancel(err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if x := c.x; x != nil && x != dcReleased && x.err == nil {
+	if x := c.x.Load(); x != nil && x != dcReleased && x.err == nil {
 		x.err = err
 		close(x.done)
 	}
@@ -314,13 +314,12 @@ func (c *deadlineCtx) cancel(err error) {
 
 // release ends the context when the handler returned.
 func (c *deadlineCtx) release() {
+	if c.x.CompareAndSwap(nil, dcReleased) {
+		return // no Done asked for: nothing to stop
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	x := c.x
-	if x == nil {
-		c.x = dcReleased
-		return
-	}
+	x := c.x.Load()
 	if x == dcReleased {
 		return
 	}
