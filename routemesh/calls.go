@@ -79,7 +79,7 @@ type callTable struct {
 
 type callShard struct {
 	mu     sync.Mutex
-	byCorr map[uint64]*pending
+	byCorr corrIndex
 	heap   []*pending  // entries with a deadline out of order, a min-heap on deadline
 	fifo   []*pending  // entries with a deadline in order, from fhead; nil = removed (see unqueue)
 	fhead  int         // first slot of fifo in use
@@ -94,7 +94,6 @@ func newCallTable() *callTable {
 	t := &callTable{epoch: time.Now()}
 	t.pending.init()
 	for i := range t.shards {
-		t.shards[i].byCorr = map[uint64]*pending{}
 		t.shards[i].t = t
 	}
 	return t
@@ -142,7 +141,7 @@ func (t *callTable) insert(corr uint64, p *pending) {
 	p.corr = corr
 	s := t.shard(corr)
 	s.mu.Lock()
-	s.byCorr[corr] = p
+	s.byCorr.put(p)
 	if p.deadline != 0 {
 		s.add(p)
 		if s.armed == 0 || p.deadline < s.armed {
@@ -156,9 +155,8 @@ func (t *callTable) insert(corr uint64, p *pending) {
 func (t *callTable) take(corr uint64) *pending {
 	s := t.shard(corr)
 	s.mu.Lock()
-	p := s.byCorr[corr]
+	p := s.byCorr.take(corr)
 	if p != nil {
-		delete(s.byCorr, corr)
 		s.unlink(p)
 	}
 	s.mu.Unlock()
@@ -196,13 +194,9 @@ func (t *callTable) failPipe(pipe string, err error) int {
 		s := &t.shards[i]
 		ps = ps[:0]
 		s.mu.Lock()
-		for corr, p := range s.byCorr {
-			if p.pipe != pipe {
-				continue
-			}
-			delete(s.byCorr, corr)
+		ps = s.byCorr.removeIf(func(p *pending) bool { return p.pipe == pipe }, ps)
+		for _, p := range ps {
 			s.unlink(p)
-			ps = append(ps, p)
 		}
 		s.mu.Unlock()
 		for _, p := range ps {
@@ -220,11 +214,9 @@ func (t *callTable) failAll(err error) int {
 	for i := range t.shards {
 		s := &t.shards[i]
 		s.mu.Lock()
-		ps := make([]*pending, 0, len(s.byCorr))
-		for corr, p := range s.byCorr {
-			delete(s.byCorr, corr)
+		ps := s.byCorr.removeIf(func(*pending) bool { return true }, make([]*pending, 0, s.byCorr.len()))
+		for _, p := range ps {
 			p.hidx = -1
-			ps = append(ps, p)
 		}
 		clear(s.heap)
 		s.heap = s.heap[:0]
@@ -275,7 +267,7 @@ func (s *callShard) sweep() {
 		due = append(due, p)
 	}
 	for _, p := range due {
-		delete(s.byCorr, p.corr)
+		s.byCorr.take(p.corr)
 	}
 	s.armed = 0
 	if d := s.earliest(); d != 0 {

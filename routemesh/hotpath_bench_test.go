@@ -261,8 +261,8 @@ func TestCallTable_DeadlinesEndEachCallOnce(t *testing.T) {
 	for i := range tab.shards {
 		s := &tab.shards[i]
 		s.mu.Lock()
-		if len(s.byCorr) != 0 || len(s.heap) != 0 || s.flive != 0 {
-			t.Fatalf("shard %d holds %d entries, %d in its heap, %d in its queue", i, len(s.byCorr), len(s.heap), s.flive)
+		if s.byCorr.len() != 0 || len(s.heap) != 0 || s.flive != 0 {
+			t.Fatalf("shard %d holds %d entries, %d in its heap, %d in its queue", i, s.byCorr.len(), len(s.heap), s.flive)
 		}
 		s.mu.Unlock()
 	}
