@@ -40,7 +40,7 @@ type pending struct {
 	// hidx is where it is: ≥ 0 its index in the shard's deadline heap;
 	// ≤ -2 at queueSlot(hidx) in the shard's deadline queue; -1 in neither.
 	hidx int
-	corr     uint64        // its key in the table (set by insert)
+	corr uint64 // its key in the table (set by insert)
 }
 
 // finish hands r to whoever waits: exactly once, by whoever removed the
