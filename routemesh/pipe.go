@@ -237,6 +237,7 @@ func (w *writer) run() {
 		data   []wire.Envelope
 		ctl    []outItem
 		di, ci int
+		single bool // the last batch held one envelope
 	)
 	// take swaps the drained slices for the queued ones; it reports
 	// whether anything was taken. With idle set, an empty take marks the
@@ -329,8 +330,11 @@ func (w *writer) run() {
 				}
 				// Let callers that are about to submit run once before the
 				// batch is sealed: on a busy node this turns many small
-				// frames into one, at the cost of one scheduler pass.
-				if !yielded && bw.Len() < 16 {
+				// frames into one, at the cost of one scheduler pass. Not
+				// when the last frame held a single envelope too: that is
+				// a quiet pipe (a caller waits for each answer), where the
+				// pass only delays the frame.
+				if !yielded && bw.Len() < 16 && !(single && bw.Len() == 1) {
 					yielded = true
 					runtime.Gosched()
 					continue
@@ -339,6 +343,7 @@ func (w *writer) run() {
 			}
 		}
 		empty := bw.Len() == 0
+		single = bw.Len() == 1
 		var err error
 		buf, err = bw.Finish()
 		if empty {
