@@ -215,6 +215,9 @@ func (w *writer) controlReply(corr uint64, payload []byte, headroom map[string]u
 
 func (w *writer) stop() { w.once.Do(func() { close(w.quit) }) }
 
+// quietProbe: a quiet writer still yields before one batch in this many.
+const quietProbe = 8
+
 // maxKeptLane is the largest lane slice (in items) an idle writer keeps.
 const maxKeptLane = 1024
 
@@ -230,14 +233,17 @@ func (w *writer) run() {
 		}
 	}()
 	var (
-		bw  wire.BatchWriter // encodes straight from the lanes
-		buf []byte
+		batch = make([]wire.Envelope, 0, 256)
+		buf   []byte
 		// The items taken from the lanes and not yet sent: ctl[ci:] and
 		// data[di:]. Sent items are cleared (no payload stays referenced).
 		data   []wire.Envelope
 		ctl    []outItem
 		di, ci int
-		single bool // the last batch held one envelope
+		// quiet: the last yield before sealing a batch brought no other
+		// envelope, and no batch since held more than one.
+		quiet bool
+		probe int // batches since the last probing yield, mod quietProbe
 	)
 	// take swaps the drained slices for the queued ones; it reports
 	// whether anything was taken. With idle set, an empty take marks the
@@ -270,6 +276,9 @@ func (w *writer) run() {
 			if cap(ctl) > maxKeptLane {
 				ctl = nil
 			}
+			if cap(batch) > 4*maxKeptLane {
+				batch = make([]wire.Envelope, 0, 256)
+			}
 		}
 		return got
 	}
@@ -295,11 +304,11 @@ func (w *writer) run() {
 			}
 			continue
 		}
-		bw.Reset(buf[:0])
+		batch = batch[:0]
 		size := 0
 		yielded := false
 	fill:
-		for bw.Len() < 4096 {
+		for len(batch) < 4096 {
 			switch {
 			case ci < len(ctl):
 				it := &ctl[ci]
@@ -307,20 +316,20 @@ func (w *writer) run() {
 					break fill // the batch goes before the frame
 				}
 				es := it.env.Size()
-				if bw.Len() > 0 && size+es > w.maxBatch {
+				if len(batch) > 0 && size+es > w.maxBatch {
 					break fill
 				}
-				bw.Add(&it.env)
+				batch = append(batch, it.env)
 				size += es
 				*it = outItem{}
 				ci++
 			case di < len(data):
 				e := &data[di]
 				es := e.Size()
-				if bw.Len() > 0 && size+es > w.maxBatch {
+				if len(batch) > 0 && size+es > w.maxBatch {
 					break fill
 				}
-				bw.Add(e)
+				batch = append(batch, *e)
 				size += es
 				*e = wire.Envelope{}
 				di++
@@ -331,10 +340,10 @@ func (w *writer) run() {
 				// Let callers that are about to submit run once before the
 				// batch is sealed: on a busy node this turns many small
 				// frames into one, at the cost of one scheduler pass. Not
-				// when the last frame held a single envelope too: that is
-				// a quiet pipe (a caller waits for each answer), where the
-				// pass only delays the frame.
-				if !yielded && bw.Len() < 16 && !(single && bw.Len() == 1) {
+				// on a quiet pipe (the last pass brought nothing: a caller
+				// waits for each answer), where the pass only delays the
+				// frame — except one batch in quietProbe, to notice load.
+				if !yielded && len(batch) < 16 && (!quiet || probe == 0) {
 					yielded = true
 					runtime.Gosched()
 					continue
@@ -342,13 +351,18 @@ func (w *writer) run() {
 				break fill
 			}
 		}
-		empty := bw.Len() == 0
-		single = bw.Len() == 1
-		var err error
-		buf, err = bw.Finish()
-		if empty {
+		if len(batch) == 0 {
 			continue
 		}
+		if yielded {
+			quiet = len(batch) == 1
+		} else if len(batch) > 1 {
+			quiet = false
+		}
+		probe = (probe + 1) % quietProbe
+		var err error
+		buf, err = wire.AppendFrame(buf[:0], &wire.Frame{Type: wire.FrameBatch, Batch: batch})
+		clear(batch) // drop payload references
 		if err != nil {
 			w.onError(err)
 			return
