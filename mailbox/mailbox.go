@@ -299,19 +299,6 @@ func (m *Mailbox) invokeUser(e entry) (ok bool) {
 	return true
 }
 
-// BudgetKeeper is a user message that can take its admission budget over
-// from the mailbox while its actor handles it (to queue it somewhere else
-// that counts as queued). When KeptBudget reports true once the actor
-// returned, the mailbox neither releases the message's budget nor counts it
-// as processed: whoever kept it calls Quota.Release with its admitted size,
-// exactly once.
-type BudgetKeeper interface{ KeptBudget() bool }
-
-func kept(msg any) bool {
-	k, ok := msg.(BudgetKeeper)
-	return ok && k.KeptBudget()
-}
-
 // DrainUser removes every user message still queued (staged or waiting),
 // releases their budgets and hands each budgeted one to fn. The actor
 // system calls it once the actor has stopped, from the actor's own turn
