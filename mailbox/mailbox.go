@@ -277,7 +277,9 @@ func (m *Mailbox) invokeSystem(msg any) (ok bool) {
 // escalated.
 func (m *Mailbox) invokeUser(e entry) (ok bool) {
 	defer func() {
-		if e.budgeted {
+		if e.budgeted && kept(e.msg) {
+			// The message took its budget over: its keeper releases it.
+		} else if e.budgeted {
 			m.relN++
 			m.relB += e.size
 			m.done++

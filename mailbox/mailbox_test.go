@@ -293,3 +293,28 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 	}
 }
+
+// keeper is a message that takes its budget over when keep is set.
+type keeper struct{ keep bool }
+
+func (k *keeper) KeptBudget() bool { return k.keep }
+
+func TestMailbox_KeptBudgetIsLeftToTheKeeper(t *testing.T) {
+	q := NewQuota(10, 100)
+	m, _ := newSync(q)
+	for _, keep := range []bool{false, true} {
+		if err := q.Admit(30); err != nil {
+			t.Fatal(err)
+		}
+		m.PostSized(&keeper{keep: keep}, 30)
+	}
+	// The first released its budget as usual; the second is still counted
+	// (and not processed) until its keeper releases it.
+	if st := q.Stats(); st.Depth != 1 || st.Bytes != 30 || st.Processed != 1 {
+		t.Fatalf("after both ran: %+v, want the kept one still counted", st)
+	}
+	q.Release(30)
+	if st := q.Stats(); st.Depth != 0 || st.Bytes != 0 || st.Processed != 2 {
+		t.Fatalf("after the keeper released: %+v", st)
+	}
+}

@@ -175,14 +175,18 @@ func (a *asyncCall) notify(r result) {
 			b.Store(false)
 		}
 	}
-	a.end(Reply{From: l.rid, Payload: r.payload, Err: r.err})
+	a.end(Reply{From: l.rid, Payload: r.payload, Err: r.err}, r.at)
 }
 
-// end counts the result and delivers it. It must not block.
-func (a *asyncCall) end(r Reply) {
+// end counts the result and delivers it; at is the table clock when the
+// result arrived (0 = read it now). It must not block.
+func (a *asyncCall) end(r Reply, at int64) {
 	n := a.n
 	if a.channel != "" {
-		n.lat.observe(time.Duration(n.calls.now() - a.start))
+		if at == 0 {
+			at = n.calls.now()
+		}
+		n.lat.observe(time.Duration(at - a.start))
 	}
 	n.cnt.result(r.Err)
 	if a.fut != nil {
@@ -218,7 +222,7 @@ func (n *Node) callAsync(a *asyncCall, channel, rid, packet string, payload []by
 		l, err = n.directTarget(rid)
 	}
 	if err != nil {
-		a.end(Reply{Err: err})
+		a.end(Reply{Err: err}, 0)
 		return
 	}
 	a.l = l

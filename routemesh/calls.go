@@ -16,6 +16,7 @@ type result struct {
 	from     string            // RID that served it
 	headroom map[string]uint32 // what the server reported (replies)
 	expired  bool              // the table ended the call at its deadline
+	at       int64             // table clock when it arrived (0 = not read)
 }
 
 // notifier receives an asynchronous call's result instead of a waiting
@@ -36,8 +37,10 @@ type pending struct {
 	// mutex while the entry is in the table.
 	deadline int64         // table clock (nanoseconds since epoch); 0 = none
 	timeout  time.Duration // for the error text
-	hidx     int           // index in the shard's deadline heap; -1 = not in it
-	corr     uint64        // its key in the table (set by insert)
+	// hidx is where it is: ≥ 0 its index in the shard's deadline heap;
+	// ≤ -2 at queueSlot(hidx) in the shard's deadline queue; -1 in neither.
+	hidx int
+	corr uint64 // its key in the table (set by insert)
 }
 
 // finish hands r to whoever waits: exactly once, by whoever removed the
@@ -61,8 +64,11 @@ func (p *pending) timeoutError() error {
 // because every call would otherwise pay two actor hops.
 //
 // It also ends calls at their deadline: each shard keeps its entries with a
-// deadline in a min-heap and one timer armed at the earliest deadline, so a
-// call costs no timer of its own. The timer is not moved when the earliest
+// deadline in deadline order and one timer armed at the earliest deadline,
+// so a call costs no timer of its own. Calls made with one timeout arrive
+// in deadline order: those go to a queue (append, and remove in place, in
+// constant time); an entry due before the queue's last one goes to a
+// min-heap instead. The timer is not moved when the earliest
 // entry ends early: it fires, finds nothing due and re-arms for the new
 // earliest one (about once per timeout period when calls end in time).
 type callTable struct {
@@ -73,8 +79,12 @@ type callTable struct {
 
 type callShard struct {
 	mu     sync.Mutex
-	byCorr map[uint64]*pending
-	heap   []*pending  // entries with a deadline, a min-heap on deadline
+	byCorr corrIndex
+	heap   []*pending  // entries with a deadline out of order, a min-heap on deadline
+	fifo   []*pending  // entries with a deadline in order, from fhead; nil = removed (see unqueue)
+	fhead  int         // first slot of fifo in use
+	flive  int         // non-nil entries in fifo
+	flast  int64       // deadline of the last entry appended to fifo
 	timer  *time.Timer // fires the sweep at armed; nil until first needed
 	armed  int64       // deadline the timer is set for; 0 = not armed
 	t      *callTable
@@ -84,7 +94,6 @@ func newCallTable() *callTable {
 	t := &callTable{epoch: time.Now()}
 	t.pending.init()
 	for i := range t.shards {
-		t.shards[i].byCorr = map[uint64]*pending{}
 		t.shards[i].t = t
 	}
 	return t
@@ -93,6 +102,10 @@ func newCallTable() *callTable {
 // now reads the table clock: monotonic nanoseconds since the table's epoch
 // (never 0 once a call can be registered: the epoch is in the past).
 func (t *callTable) now() int64 { return int64(time.Since(t.epoch)) + 1 }
+
+// at is the table clock at now, a reading taken for something else (no
+// clock read of its own).
+func (t *callTable) at(now time.Time) int64 { return int64(now.Sub(t.epoch)) + 1 }
 
 var pendingPool = sync.Pool{New: func() any { return &pending{done: make(chan result, 1), hidx: -1} }}
 
@@ -128,9 +141,9 @@ func (t *callTable) insert(corr uint64, p *pending) {
 	p.corr = corr
 	s := t.shard(corr)
 	s.mu.Lock()
-	s.byCorr[corr] = p
+	s.byCorr.put(p)
 	if p.deadline != 0 {
-		s.push(p)
+		s.add(p)
 		if s.armed == 0 || p.deadline < s.armed {
 			s.arm(p.deadline)
 		}
@@ -142,12 +155,9 @@ func (t *callTable) insert(corr uint64, p *pending) {
 func (t *callTable) take(corr uint64) *pending {
 	s := t.shard(corr)
 	s.mu.Lock()
-	p := s.byCorr[corr]
+	p := s.byCorr.take(corr)
 	if p != nil {
-		delete(s.byCorr, corr)
-		if p.hidx >= 0 {
-			s.remove(p.hidx)
-		}
+		s.unlink(p)
 	}
 	s.mu.Unlock()
 	if p != nil {
@@ -184,15 +194,9 @@ func (t *callTable) failPipe(pipe string, err error) int {
 		s := &t.shards[i]
 		ps = ps[:0]
 		s.mu.Lock()
-		for corr, p := range s.byCorr {
-			if p.pipe != pipe {
-				continue
-			}
-			delete(s.byCorr, corr)
-			if p.hidx >= 0 {
-				s.remove(p.hidx)
-			}
-			ps = append(ps, p)
+		ps = s.byCorr.removeIf(func(p *pending) bool { return p.pipe == pipe }, ps)
+		for _, p := range ps {
+			s.unlink(p)
 		}
 		s.mu.Unlock()
 		for _, p := range ps {
@@ -210,14 +214,14 @@ func (t *callTable) failAll(err error) int {
 	for i := range t.shards {
 		s := &t.shards[i]
 		s.mu.Lock()
-		ps := make([]*pending, 0, len(s.byCorr))
-		for corr, p := range s.byCorr {
-			delete(s.byCorr, corr)
+		ps := s.byCorr.removeIf(func(*pending) bool { return true }, make([]*pending, 0, s.byCorr.len()))
+		for _, p := range ps {
 			p.hidx = -1
-			ps = append(ps, p)
 		}
 		clear(s.heap)
 		s.heap = s.heap[:0]
+		clear(s.fifo)
+		s.fifo, s.fhead, s.flive = s.fifo[:0], 0, 0
 		if s.timer != nil {
 			s.timer.Stop() // nothing left to sweep
 			s.armed = 0
@@ -257,12 +261,17 @@ func (s *callShard) sweep() {
 		s.remove(0)
 		due = append(due, p)
 	}
+	for s.flive > 0 && s.fifo[s.fhead].deadline <= now {
+		p := s.fifo[s.fhead]
+		s.unqueue(p)
+		due = append(due, p)
+	}
 	for _, p := range due {
-		delete(s.byCorr, p.corr)
+		s.byCorr.take(p.corr)
 	}
 	s.armed = 0
-	if len(s.heap) > 0 {
-		s.arm(s.heap[0].deadline)
+	if d := s.earliest(); d != 0 {
+		s.arm(d)
 	}
 	s.mu.Unlock()
 	for _, p := range due {
@@ -271,8 +280,79 @@ func (s *callShard) sweep() {
 	}
 }
 
-// The deadline heap (s.mu held). Each entry knows its index (hidx) so that
-// an entry that ends early leaves the heap at once.
+// The deadline queue and heap (s.mu held).
+
+// add files p by its deadline: at the queue's end when it is not due
+// before the last one there, else in the heap.
+func (s *callShard) add(p *pending) {
+	if p.deadline < s.flast && s.flive > 0 {
+		s.push(p)
+		return
+	}
+	s.flast = p.deadline
+	p.hidx = queueSlot(len(s.fifo))
+	s.fifo = append(s.fifo, p)
+	s.flive++
+}
+
+// queueSlot turns a queue index into a hidx and back.
+func queueSlot(i int) int { return -2 - i }
+
+// unlink takes p out of the queue or the heap, wherever it is.
+func (s *callShard) unlink(p *pending) {
+	if p.hidx >= 0 {
+		s.remove(p.hidx)
+	} else if p.hidx <= -2 {
+		s.unqueue(p)
+	}
+}
+
+// unqueue removes p from the queue: its slot is cleared and the front
+// moves past cleared slots. An empty queue starts again at the start of
+// its array; one whose slots are mostly cleared (an old entry holds the
+// front) or whose front moved past half of it is compacted.
+func (s *callShard) unqueue(p *pending) {
+	s.fifo[queueSlot(p.hidx)] = nil
+	p.hidx = -1
+	s.flive--
+	if s.flive == 0 {
+		s.fifo, s.fhead = s.fifo[:0], 0
+		if cap(s.fifo) > 4096 {
+			s.fifo = nil // give a burst's memory back
+		}
+		return
+	}
+	for s.fifo[s.fhead] == nil {
+		s.fhead++
+	}
+	if n := len(s.fifo) - s.fhead; s.fhead > len(s.fifo)/2 || (n > 64 && n > 4*s.flive) {
+		k := 0
+		for _, q := range s.fifo[s.fhead:] {
+			if q != nil {
+				q.hidx = queueSlot(k)
+				s.fifo[k] = q
+				k++
+			}
+		}
+		clear(s.fifo[k:])
+		s.fifo, s.fhead = s.fifo[:k], 0
+	}
+}
+
+// earliest is the earliest deadline held; 0 = none.
+func (s *callShard) earliest() int64 {
+	var d int64
+	if s.flive > 0 {
+		d = s.fifo[s.fhead].deadline
+	}
+	if len(s.heap) > 0 && (d == 0 || s.heap[0].deadline < d) {
+		d = s.heap[0].deadline
+	}
+	return d
+}
+
+// The heap: each entry knows its index (hidx) so that an entry that ends
+// early leaves the heap at once.
 
 func (s *callShard) push(p *pending) {
 	p.hidx = len(s.heap)

@@ -12,18 +12,20 @@ import (
 )
 
 // channelOwner is the part of one ChannelName registration that outlives
-// the actors: the Server owner's running-handler slots and hung tracker
+// the actors: the Server owner's handler pool and hung tracker
 // (shared by every incarnation of channel:<name>) and the selection
 // report. The owner actor itself is in the node's view.
 type channelOwner struct {
 	name  string
 	role  Role
 	reg   *channelReg
-	slots chan struct{} // Server only: running handlers
-	track *hungTracker  // Server only
+	pool  *handlerPool // Server only: running handlers
+	track *hungTracker // Server only
 	// last is the last selection decision made by this node on the channel.
 	last  atomic.Pointer[Selection]
 	picks atomic.Uint64 // selections made, for sampling the report
+	// sel is the select-one input cached for the current view and table.
+	sel atomic.Pointer[selCache]
 }
 
 // Selection is the last select-one decision of a channel, for monitoring:
@@ -63,13 +65,13 @@ func (n *Node) initChannels() {
 			if conc <= 0 {
 				conc = n.cfg.HandlerConcurrency
 			}
-			co.slots = make(chan struct{}, conc)
+			co.pool = newHandlerPool(n.ctx, conc)
 			co.track = newHungTracker()
 		}
 		n.channels[reg.name] = co
 	}
 	n.directTrack = newHungTracker()
-	n.directSlots = make(chan struct{}, n.cfg.HandlerConcurrency)
+	n.directPool = newHandlerPool(n.ctx, n.cfg.HandlerConcurrency)
 }
 
 // initialWeights is the Server weight set the configuration starts with.
@@ -90,7 +92,7 @@ func (n *Node) directSpec() actors.Spec {
 		MaxMessages: n.cfg.Socket.MailboxMessageBudget, MaxBytes: n.cfg.Socket.MailboxByteBudget,
 		Producer: func() actor.Actor {
 			return &ownerActor{n: n, requests: n.cfg.directRequests, sends: n.cfg.directSends, deferred: n.cfg.directDeferred,
-				slots: n.directSlots, track: n.directTrack}
+				pool: n.directPool, track: n.directTrack}
 		},
 	}
 }
@@ -120,7 +122,7 @@ func (a *channelsActor) Receive(c actor.Context) {
 			Name: "channel:" + name, Kind: "channel",
 			MaxMessages: n.cfg.Socket.MailboxMessageBudget, MaxBytes: n.cfg.Socket.MailboxByteBudget,
 			Producer: func() actor.Actor {
-				return &ownerActor{n: n, channel: co.name, requests: co.reg.requests, sends: co.reg.sends, slots: co.slots, track: co.track}
+				return &ownerActor{n: n, channel: co.name, requests: co.reg.requests, sends: co.reg.sends, pool: co.pool, track: co.track}
 			},
 		})
 		if err != nil {

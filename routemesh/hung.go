@@ -17,29 +17,42 @@ import (
 
 // hungTracker is the set of running handlers of one owner with their
 // deadlines: a small leaf structure (mutex inside), shared across restarts.
+// Entries live in a slice reused through a free list (at most the
+// owner's handler concurrency are in use), so a handler costs no map
+// update.
 type hungTracker struct {
 	mu      sync.Mutex
-	seq     uint64
-	running map[uint64]time.Time
+	running []time.Time // by key; zero = free
+	free    []int       // free keys
+	inUse   int
 	hung    atomic.Int64 // last count, for status
 }
 
-func newHungTracker() *hungTracker { return &hungTracker{running: map[uint64]time.Time{}} }
+func newHungTracker() *hungTracker { return &hungTracker{} }
 
 // start records a handler that must end by deadline and returns its key.
-func (h *hungTracker) start(deadline time.Time) uint64 {
+func (h *hungTracker) start(deadline time.Time) int {
 	h.mu.Lock()
-	h.seq++
-	k := h.seq
-	h.running[k] = deadline
+	var k int
+	if n := len(h.free); n > 0 {
+		k = h.free[n-1]
+		h.free = h.free[:n-1]
+		h.running[k] = deadline
+	} else {
+		k = len(h.running)
+		h.running = append(h.running, deadline)
+	}
+	h.inUse++
 	h.mu.Unlock()
 	return k
 }
 
 // end forgets a handler that returned.
-func (h *hungTracker) end(k uint64) {
+func (h *hungTracker) end(k int) {
 	h.mu.Lock()
-	delete(h.running, k)
+	h.running[k] = time.Time{}
+	h.free = append(h.free, k)
+	h.inUse--
 	h.mu.Unlock()
 }
 
@@ -48,11 +61,11 @@ func (h *hungTracker) end(k uint64) {
 func (h *hungTracker) overdue(now time.Time) (hung, running int) {
 	h.mu.Lock()
 	for _, d := range h.running {
-		if now.After(d) {
+		if !d.IsZero() && now.After(d) {
 			hung++
 		}
 	}
-	running = len(h.running)
+	running = h.inUse
 	h.mu.Unlock()
 	h.hung.Store(int64(hung))
 	return hung, running
@@ -72,6 +85,7 @@ func (m *meshActor) hungSweep() {
 	reg := n.sys.Registry()
 	for _, o := range n.owners(n.load()) {
 		c, running := o.track.overdue(now)
+		o.pool.trim() // workers idle since the last sweep leave
 		total += c
 		reg.SetHung(o.path, c)
 		// Running handlers beside the queued messages the tree shows.
@@ -98,15 +112,16 @@ func (m *meshActor) hungSweep() {
 type ownerInfo struct {
 	path  string
 	track *hungTracker
+	pool  *handlerPool
 }
 
 func (n *Node) owners(v *view) []ownerInfo {
 	out := make([]ownerInfo, 0, len(v.owners)+1)
 	if v.direct != nil {
-		out = append(out, ownerInfo{path: v.direct.Path(), track: n.directTrack})
+		out = append(out, ownerInfo{path: v.direct.Path(), track: n.directTrack, pool: n.directPool})
 	}
 	for name, ref := range v.owners {
-		out = append(out, ownerInfo{path: ref.Path(), track: n.channels[name].track})
+		out = append(out, ownerInfo{path: ref.Path(), track: n.channels[name].track, pool: n.channels[name].pool})
 	}
 	return out
 }

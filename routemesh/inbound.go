@@ -20,7 +20,13 @@ type inbound struct {
 	from *link
 	hc   Context
 	dc   deadlineCtx
+	// kept: the owner queued it in its handler pool, which took its
+	// mailbox budget over (see mailbox.BudgetKeeper).
+	kept bool
 }
+
+// KeptBudget implements mailbox.BudgetKeeper.
+func (m *inbound) KeptBudget() bool { return m.kept }
 
 // Size is what the owner's byte budget counts.
 func (m *inbound) Size() int { return m.env.Size() }
@@ -29,6 +35,12 @@ func (m *inbound) Size() int { return m.env.Size() }
 // remote request with an Error envelope (ErrBusy) and is returned for a
 // local one, so both callers see the same terminal result.
 func (n *Node) deliver(from *link, e *wire.Envelope) error {
+	return n.deliverAt(from, e, time.Time{})
+}
+
+// deliverAt is deliver for an envelope that arrived at (zero: the handler
+// reads the clock when it starts); a request's deadline counts from then.
+func (n *Node) deliverAt(from *link, e *wire.Envelope, at time.Time) error {
 	v := n.load()
 	owner, err := n.ownerFor(v, e.Channel)
 	if err == nil && v.paused {
@@ -37,7 +49,7 @@ func (n *Node) deliver(from *link, e *wire.Envelope) error {
 	}
 	if owner != nil {
 		n.work.add()
-		err = owner.Tell(&inbound{env: *e, from: from})
+		err = owner.Tell(&inbound{env: *e, from: from, dc: deadlineCtx{deadline: at}})
 		if err != nil {
 			n.work.done()
 			err = n.admissionError(err)
@@ -122,8 +134,11 @@ func (n *Node) replySlow(to *link, corr uint64, payload []byte, headroom map[str
 }
 
 // complete ends a pending call from a Reply or Error envelope.
-func (n *Node) complete(from string, e *wire.Envelope) {
-	r := result{from: from, headroom: e.Headroom}
+func (n *Node) complete(from string, e *wire.Envelope) { n.completeAt(from, e, 0) }
+
+// completeAt is complete for an envelope that arrived at (table clock).
+func (n *Node) completeAt(from string, e *wire.Envelope, at int64) {
+	r := result{from: from, headroom: e.Headroom, at: at}
 	if e.Kind == wire.KindError {
 		r.err = wire.ErrorOf(e.Code, string(e.Payload))
 	} else {
@@ -188,7 +203,8 @@ func (n *Node) readConn(p *pipe) {
 // onFrame handles one frame read from a pipe: batches of a ready pipe are
 // dispatched here; anything else goes to the mesh actor in order.
 func (n *Node) onFrame(p *pipe, raw []byte) {
-	p.lastRead.Store(time.Now().UnixNano())
+	now := time.Now() // one clock read per frame: liveness, deadlines, latency
+	p.lastRead.Store(now.UnixNano())
 	// The frame and its batch are decoded into pooled memory: a ready
 	// pipe's batch is done with once dispatched (every envelope is copied
 	// or read there), and goes back to the pool. A frame handed to the mesh
@@ -208,7 +224,7 @@ func (n *Node) onFrame(p *pipe, raw []byte) {
 	switch p.getState() {
 	case pipeReady:
 		if f.Type == wire.FrameBatch {
-			n.dispatch(p, f.Batch)
+			n.dispatchAt(p, f.Batch, now)
 			fb.put()
 			return
 		}
@@ -260,15 +276,19 @@ func (fb *frameBuf) put() {
 }
 
 // dispatch hands a ready pipe's envelopes to their owners.
-func (n *Node) dispatch(p *pipe, envs []wire.Envelope) {
+func (n *Node) dispatch(p *pipe, envs []wire.Envelope) { n.dispatchAt(p, envs, time.Now()) }
+
+// dispatchAt is dispatch for envelopes that arrived at now.
+func (n *Node) dispatchAt(p *pipe, envs []wire.Envelope, now time.Time) {
 	l := p.link
+	at := n.calls.at(now)
 	for i := range envs {
 		e := &envs[i]
 		switch e.Kind {
 		case wire.KindRequest, wire.KindSend:
-			_ = n.deliver(l, e)
+			_ = n.deliverAt(l, e, now)
 		case wire.KindReply, wire.KindError:
-			n.complete(l.rid, e)
+			n.completeAt(l.rid, e, at)
 		default:
 			if l.peer != nil {
 				_ = l.peer.Tell(&controlEnv{env: *e})

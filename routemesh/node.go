@@ -104,7 +104,7 @@ type Node struct {
 	work     workCount                // admitted inbound work not yet finished (drain, stop)
 	// Hung-handler detection (hung.go).
 	directTrack *hungTracker
-	directSlots chan struct{} // Node-direct running handlers (shared by every owner incarnation)
+	directPool  *handlerPool // Node-direct running handlers (shared by every owner incarnation)
 	// incarnations counts mesh actor incarnations (each one's epoch).
 	incarnations atomic.Uint64
 	callsClosed  atomic.Bool // Stop has failed every pending call (written by Stop)

@@ -5,27 +5,32 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/zlink-go/zlink/actors"
+	"github.com/zlink-go/zlink/mailbox"
 	"github.com/zlink-go/zlink/wire"
 )
 
 // ownerActor owns one handler scope (the Node-direct scope of a MeshNode,
 // or a channel) and runs its handlers. Its bounded mailbox is the
 // admission: a full mailbox is ErrBusy to the caller, never a silent drop.
-// Handlers run on up to cap(slots) goroutines at once; while all are busy
-// the owner stops taking messages, so they wait in the mailbox, counted
-// against its budgets (queued ≤ budget, running ≤ concurrency).
+// Handlers run on up to the concurrency limit of its pool's workers at
+// once; while all are busy the owner queues up to that many more in the
+// pool and then stops taking messages, so they wait in the mailbox. Queued
+// messages, in the mailbox or the pool, count against its budgets (queued ≤
+// budget, running ≤ concurrency).
 type ownerActor struct {
 	n        *Node
 	channel  string
 	requests map[string]RequestHandler
 	sends    map[string]SendHandler
 	deferred map[string]DeferredHandler // Node-direct scope only
-	slots    chan struct{}              // shared across restarts: running handlers
+	pool     *handlerPool               // shared across restarts: running handlers
+	q        *mailbox.Quota             // the owner's budgets (from Started)
 	track    *hungTracker               // shared across restarts: running handlers' deadlines
 }
 
@@ -34,6 +39,11 @@ var _ actors.FailureHandler = (*ownerActor)(nil)
 func (o *ownerActor) Receive(c actor.Context) {
 	m, ok := c.Message().(*inbound)
 	if !ok {
+		if _, ok := c.Message().(*actor.Started); ok {
+			if ref := o.n.sys.Self(c); ref != nil {
+				o.q = ref.Quota()
+			}
+		}
 		return
 	}
 	if h := o.deferred[m.env.Packet]; h != nil && (m.env.Kind == wire.KindRequest || m.env.Kind == wire.KindSend) {
@@ -42,8 +52,9 @@ func (o *ownerActor) Receive(c actor.Context) {
 		o.runDeferred(h, m)
 		return
 	}
-	// Take a running slot. The common cases (not stopping; a slot free)
-	// are decided by non-blocking channel operations, which need no lock.
+	// Hand it to a worker, or queue it in the pool with its budget. The
+	// common cases (not stopping; a worker free or room in the queue) are
+	// decided without blocking.
 	done := o.n.hctx.Done()
 	select {
 	case <-done:
@@ -51,20 +62,9 @@ func (o *ownerActor) Receive(c actor.Context) {
 		return
 	default:
 	}
-	select {
-	case o.slots <- struct{}{}:
-	default:
-		select {
-		case o.slots <- struct{}{}:
-		case <-done:
-			o.stopping(m)
-			return
-		}
+	if !o.pool.submit(poolJob{o: o, m: m, q: o.q}, done) {
+		o.stopping(m)
 	}
-	go func() {
-		defer func() { <-o.slots }()
-		o.handle(m)
-	}()
 }
 
 // stopping answers m instead of running it: the node is stopping.
@@ -106,10 +106,10 @@ func (o *ownerActor) refuse(m *inbound, err error) {
 
 // handle runs one admitted message's handler and answers it.
 //
-// It runs on a goroutine of its own, which starts with the smallest stack:
-// the path from here to the reply's queueing keeps its frames small (the
-// error answers are out of line), so a handler that itself needs little
-// stack never makes the goroutine grow and copy its stack.
+// It runs on a pool worker: the path from here to the reply's queueing
+// keeps its frames small (the error answers are out of line), so a handler
+// that itself needs little stack never makes the worker grow and copy its
+// stack.
 func (o *ownerActor) handle(m *inbound) {
 	defer o.n.work.done()
 	switch m.env.Kind {
@@ -135,7 +135,7 @@ func (o *ownerActor) handleSend(m *inbound) {
 	hc := o.initContext(m)
 	hc.Context = o.n.hctx
 	sp := o.n.startHandler(m, hc)
-	k := o.track.start(time.Now().Add(DefaultRequestTimeout))
+	k := o.track.start(arrival(m).Add(DefaultRequestTimeout))
 	o.runSend(h, hc, m.env.Payload)
 	o.track.end(k)
 	endSpan(sp, nil)
@@ -148,7 +148,7 @@ func (o *ownerActor) handleRequest(m *inbound) {
 		return
 	}
 	hc := o.initContext(m)
-	m.dc.parent, m.dc.deadline = o.n.hctx, time.Now().Add(time.Duration(m.env.TimeoutMs)*time.Millisecond)
+	m.dc.parent, m.dc.deadline = o.n.hctx, arrival(m).Add(time.Duration(m.env.TimeoutMs)*time.Millisecond)
 	hc.Context = &m.dc
 	sp := o.n.startHandler(m, hc)
 	k := o.track.start(m.dc.deadline)
@@ -163,6 +163,15 @@ func (o *ownerActor) handleRequest(m *inbound) {
 	o.n.replyPayload(m.from, m.env.Corr, out, o.lowHeadroom())
 }
 
+// arrival is when m arrived (deliverAt keeps it in the deadline field until
+// the handler starts), or now.
+func arrival(m *inbound) time.Time {
+	if at := m.dc.deadline; !at.IsZero() {
+		return at
+	}
+	return time.Now()
+}
+
 // replyError answers m with an Error envelope (out of line: see handle).
 //
 //go:noinline
@@ -174,14 +183,10 @@ func (o *ownerActor) replyError(m *inbound, err error) {
 // quarter of the budget), so callers skip a full Server before it refuses;
 // nil otherwise (no allocation on the common path).
 func (o *ownerActor) lowHeadroom() map[string]uint32 {
-	if o.channel == "" {
+	if o.channel == "" || o.q == nil {
 		return nil
 	}
-	ref := o.n.load().owners[o.channel]
-	if ref == nil {
-		return nil
-	}
-	st := ref.Quota().Stats()
+	st := o.q.Stats()
 	if st.MaxMessages <= 0 {
 		return nil
 	}
@@ -236,10 +241,12 @@ type deadlineCtx struct {
 	parent   context.Context
 	deadline time.Time
 
-	mu sync.Mutex
 	// x is nil until Done or release; dcReleased once released without a
-	// Done; else the Done state.
-	x *dcDone
+	// Done; else the Done state. The common path (no Done: release only)
+	// is one compare-and-swap; mu serializes Done's setup, cancel and the
+	// release of a context whose Done was asked for, and guards x.err.
+	x  atomic.Pointer[dcDone]
+	mu sync.Mutex
 }
 
 // dcDone is a deadlineCtx's state once a handler asked for Done.
@@ -259,13 +266,13 @@ func (c *deadlineCtx) Value(key any) any { return c.parent.Value(key) }
 
 func (c *deadlineCtx) Err() error {
 	var err error
-	c.mu.Lock()
-	if x := c.x; x == dcReleased {
+	if x := c.x.Load(); x == dcReleased {
 		err = context.Canceled
 	} else if x != nil {
+		c.mu.Lock()
 		err = x.err
+		c.mu.Unlock()
 	}
-	c.mu.Unlock()
 	if err != nil {
 		return err
 	}
@@ -281,17 +288,18 @@ func (c *deadlineCtx) Err() error {
 func (c *deadlineCtx) Done() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.x != nil && c.x != dcReleased {
-		return c.x.done
+	cur := c.x.Load()
+	if cur != nil && cur != dcReleased {
+		return cur.done
 	}
 	x := &dcDone{done: make(chan struct{})}
-	if c.x == dcReleased {
+	if cur == dcReleased || !c.x.CompareAndSwap(nil, x) {
+		// Released (perhaps just now, by release's fast path).
 		x.err = context.Canceled
 		close(x.done)
-		c.x = x
+		c.x.Store(x)
 		return x.done
 	}
-	c.x = x
 	t := time.AfterFunc(time.Until(c.deadline), func() { c.cancel(context.DeadlineExceeded) })
 	x.stopTimer = t.Stop
 	x.stopParent = context.AfterFunc(c.parent, func() { c.cancel(c.parent.Err()) })
@@ -302,7 +310,7 @@ func (c *deadlineCtx) Done() <-chan struct{} {
 func (c *deadlineCtx) cancel(err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if x := c.x; x != nil && x != dcReleased && x.err == nil {
+	if x := c.x.Load(); x != nil && x != dcReleased && x.err == nil {
 		x.err = err
 		close(x.done)
 	}
@@ -310,13 +318,12 @@ func (c *deadlineCtx) cancel(err error) {
 
 // release ends the context when the handler returned.
 func (c *deadlineCtx) release() {
+	if c.x.CompareAndSwap(nil, dcReleased) {
+		return // no Done asked for: nothing to stop
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	x := c.x
-	if x == nil {
-		c.x = dcReleased
-		return
-	}
+	x := c.x.Load()
 	if x == dcReleased {
 		return
 	}

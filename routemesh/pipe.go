@@ -215,6 +215,9 @@ func (w *writer) controlReply(corr uint64, payload []byte, headroom map[string]u
 
 func (w *writer) stop() { w.once.Do(func() { close(w.quit) }) }
 
+// quietProbe: a quiet writer still yields before one batch in this many.
+const quietProbe = 8
+
 // maxKeptLane is the largest lane slice (in items) an idle writer keeps.
 const maxKeptLane = 1024
 
@@ -237,6 +240,10 @@ func (w *writer) run() {
 		data   []wire.Envelope
 		ctl    []outItem
 		di, ci int
+		// quiet: the last yield before sealing a batch brought no other
+		// envelope, and no batch since held more than one.
+		quiet bool
+		probe int // batches since the last probing yield, mod quietProbe
 	)
 	// take swaps the drained slices for the queued ones; it reports
 	// whether anything was taken. With idle set, an empty take marks the
@@ -332,8 +339,11 @@ func (w *writer) run() {
 				}
 				// Let callers that are about to submit run once before the
 				// batch is sealed: on a busy node this turns many small
-				// frames into one, at the cost of one scheduler pass.
-				if !yielded && len(batch) < 16 {
+				// frames into one, at the cost of one scheduler pass. Not
+				// on a quiet pipe (the last pass brought nothing: a caller
+				// waits for each answer), where the pass only delays the
+				// frame — except one batch in quietProbe, to notice load.
+				if !yielded && len(batch) < 16 && (!quiet || probe == 0) {
 					yielded = true
 					runtime.Gosched()
 					continue
@@ -344,6 +354,12 @@ func (w *writer) run() {
 		if len(batch) == 0 {
 			continue
 		}
+		if yielded {
+			quiet = len(batch) == 1
+		} else if len(batch) > 1 {
+			quiet = false
+		}
+		probe = (probe + 1) % quietProbe
 		var err error
 		buf, err = wire.AppendFrame(buf[:0], &wire.Frame{Type: wire.FrameBatch, Batch: batch})
 		clear(batch) // drop payload references
