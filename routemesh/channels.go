@@ -26,6 +26,10 @@ type channelOwner struct {
 	picks atomic.Uint64 // selections made, for sampling the report
 	// sel is the select-one input cached for the current view and table.
 	sel atomic.Pointer[selCache]
+	// reported is the select-one input the last decision report was made
+	// from: a new input (a drain, a weight change, a peer lost) is reported
+	// at its first call.
+	reported atomic.Pointer[selCache]
 }
 
 // Selection is the last select-one decision of a channel, for monitoring:

@@ -70,14 +70,16 @@ func (n *Node) selectOne(channel string) (*link, error) {
 		idx, outcome = selection.Pick(cands, n.rng)
 		n.rngMu.Unlock()
 	}
-	// The decision report is for monitoring: built for the first call, for
-	// one in selectionReportEvery when the last report is older than
+	// The decision report is for monitoring: built for the first call on
+	// each new input (view or target table), for one in
+	// selectionReportEvery when the last report is older than
 	// selectionReportAge, and always when the call cannot be placed — not
 	// on every call of the hot path.
-	if n := co.picks.Add(1); outcome != selection.Picked || n%selectionReportEvery == 1 {
+	if n := co.picks.Add(1); outcome != selection.Picked || n%selectionReportEvery == 1 || co.reported.Load() != sc {
 		now := time.Now()
-		if last := co.last.Load(); outcome != selection.Picked || last == nil || now.Sub(last.At) >= selectionReportAge {
+		if last := co.last.Load(); outcome != selection.Picked || last == nil || co.reported.Load() != sc || now.Sub(last.At) >= selectionReportAge {
 			co.last.Store(newSelection(now, cands, idx, outcome))
+			co.reported.Store(sc)
 		}
 	}
 	switch outcome {
