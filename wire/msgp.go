@@ -131,7 +131,14 @@ func (e *encoder) string(s string) {
 
 // binString writes s as msgpack bin.
 func (e *encoder) binString(s string) {
-	n := len(s)
+	if e.binHeader(len(s)) {
+		e.b = append(e.b, s...)
+	}
+}
+
+// binHeader writes the header of a msgpack bin of n bytes; false (and the
+// encoder's error) when n is too large.
+func (e *encoder) binHeader(n int) bool {
 	switch {
 	case n <= math.MaxUint8:
 		e.b = append(e.b, mpBin8, byte(n))
@@ -142,9 +149,9 @@ func (e *encoder) binString(s string) {
 		e.b = binary.BigEndian.AppendUint32(e.b, uint32(n))
 	default:
 		e.tooLarge(n)
-		return
+		return false
 	}
-	e.b = append(e.b, s...)
+	return true
 }
 
 // bin writes p as msgpack bin; a nil p is written as msgpack nil so that
@@ -154,20 +161,9 @@ func (e *encoder) bin(p []byte) {
 		e.b = append(e.b, mpNil)
 		return
 	}
-	n := len(p)
-	switch {
-	case n <= math.MaxUint8:
-		e.b = append(e.b, mpBin8, byte(n))
-	case n <= math.MaxUint16:
-		e.b = append(e.b, mpBin16, byte(n>>8), byte(n))
-	case uint64(n) <= math.MaxUint32:
-		e.b = append(e.b, mpBin32)
-		e.b = binary.BigEndian.AppendUint32(e.b, uint32(n))
-	default:
-		e.tooLarge(n)
-		return
+	if e.binHeader(len(p)) {
+		e.b = append(e.b, p...)
 	}
-	e.b = append(e.b, p...)
 }
 
 func (e *encoder) nil() { e.b = append(e.b, mpNil) }
