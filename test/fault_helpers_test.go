@@ -39,19 +39,13 @@ func goroutinesBack(t *testing.T, base int) int {
 // noErrors fails the test when any call of l ended with an error.
 func (l *ledger) noErrors(t *testing.T, who string) {
 	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.errs) > 0 || len(l.untyped) > 0 {
-		t.Fatalf("%s: calls failed: %v (untyped %d)", who, l.errs, len(l.untyped))
+	if a := l.Account(); len(a.Errs) > 0 || len(a.Untyped) > 0 {
+		t.Fatalf("%s: calls failed: %v (untyped %d)", who, a.Errs, len(a.Untyped))
 	}
 }
 
 // served is the number of calls of l answered by rid.
-func (l *ledger) served(rid string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.byRID[rid]
-}
+func (l *ledger) served(rid string) int { return l.Served(rid) }
 
 func init() {
 	if os.Getenv("ZLINK_FAULT_AUTO_SERVER") == "1" {

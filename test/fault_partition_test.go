@@ -2,8 +2,6 @@ package test
 
 import (
 	"context"
-	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,20 +10,9 @@ import (
 	"github.com/zlink-go/zlink/test/fault"
 )
 
-// ledger accounts for every call of a load run: each issued call must end
-// exactly once, with a reply or a typed error.
-type ledger struct {
-	mu       sync.Mutex
-	issued   int
-	ended    int
-	byRID    map[string]int
-	errs     map[string]int
-	untyped  []error
-	marks    map[string]int // successes by RID since the last mark
-	stop     chan struct{}
-	wg       sync.WaitGroup
-	stopOnce sync.Once
-}
+// ledger is a fault.Ledger calling channel "echo" from one node, with
+// the test's helpers.
+type ledger struct{ *fault.Ledger }
 
 var terminalErrs = []error{zlink.ErrPeerLost, zlink.ErrTimeout, zlink.ErrBusy, zlink.ErrNoTarget}
 
@@ -36,83 +23,27 @@ func startLedger(t *testing.T, n *routemesh.Node, workers int) *ledger {
 // startLedgerPayload runs workers that call channel "echo" with payload
 // in a loop, each call with a 1 s deadline, until check.
 func startLedgerPayload(t *testing.T, n *routemesh.Node, workers int, payload []byte) *ledger {
-	l := &ledger{byRID: map[string]int{}, errs: map[string]int{}, marks: map[string]int{}, stop: make(chan struct{})}
-	for range workers {
-		l.wg.Add(1)
-		go func() {
-			defer l.wg.Done()
-			for {
-				select {
-				case <-l.stop:
-					return
-				default:
-				}
-				l.mu.Lock()
-				l.issued++
-				l.mu.Unlock()
-				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-				_, rid, err := n.CallFrom(ctx, "echo", "echo", payload)
-				cancel()
-				l.record(rid, err)
-				if errors.Is(err, zlink.ErrNoTarget) {
-					time.Sleep(time.Millisecond) // no Server: pace the load, do not spin
-				}
-			}
-		}()
-	}
-	t.Cleanup(l.end)
+	l := &ledger{fault.NewLedger(terminalErrs...).Run(workers, time.Second, func(ctx context.Context) (string, error) {
+		_, rid, err := n.CallFrom(ctx, "echo", "echo", payload)
+		return rid, err
+	})}
+	t.Cleanup(l.Stop)
 	return l
 }
 
-func (l *ledger) record(rid string, err error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.ended++
-	if err == nil {
-		l.byRID[rid]++
-		l.marks[rid]++
-		return
-	}
-	for _, want := range terminalErrs {
-		if errors.Is(err, want) {
-			l.errs[want.Error()]++
-			return
-		}
-	}
-	l.untyped = append(l.untyped, err)
-}
-
-// mark restarts the per-RID success count.
-func (l *ledger) mark() {
-	l.mu.Lock()
-	clear(l.marks)
-	l.mu.Unlock()
-}
-
-func (l *ledger) since(rid string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.marks[rid]
-}
-
-func (l *ledger) end() {
-	l.stopOnce.Do(func() { close(l.stop) })
-	l.wg.Wait()
-}
+func (l *ledger) mark()                { l.Mark() }
+func (l *ledger) since(rid string) int { return l.Since(rid) }
+func (l *ledger) end()                 { l.Stop() }
 
 // check ends the run and reconciles the accounts.
 func (l *ledger) check(t *testing.T) {
 	t.Helper()
-	l.end()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.issued != l.ended {
-		t.Fatalf("%d calls issued, %d ended", l.issued, l.ended)
+	l.Stop()
+	a := l.Account()
+	if err := a.Check(); err != nil {
+		t.Fatal(err)
 	}
-	if len(l.untyped) > 0 {
-		t.Fatalf("%d calls ended with an untyped error, first: %v", len(l.untyped), l.untyped[0])
-	}
-	t.Logf("calls %d, served %v, errors %v", l.ended, l.byRID, l.errs)
+	t.Logf("calls %d, served %v, errors %v", a.Ended, a.ByRID, a.Errs)
 }
 
 // TestFault_PartitionOfOneServer: a client talks to two Servers, one

@@ -42,7 +42,7 @@ func TestFault_RedisDownUnderLoad(t *testing.T) {
 		return true
 	})
 	if load.since(s1.RID()) == 0 || load.since(s2.RID()) == 0 {
-		t.Fatalf("calls stopped during the store outage: served %v", load.byRID)
+		t.Fatalf("calls stopped during the store outage: served %v", load.Account().ByRID)
 	}
 	for _, n := range []*routemesh.Node{s1, s2, c} {
 		if st := status(t, n); len(st.Peers) != 2 || st.CountPeers(routemesh.PeerReady) != 2 {

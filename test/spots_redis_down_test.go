@@ -2,7 +2,6 @@ package test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"github.com/zlink-go/zlink/location/locationtest"
 	"github.com/zlink-go/zlink/routemesh"
 	"github.com/zlink-go/zlink/spot"
+	"github.com/zlink-go/zlink/test/fault"
 )
 
 // turnLog records every turn of the counter Spots in the order the turns
@@ -71,79 +71,16 @@ func (l *turnLog) interleaved() []string {
 	return bad
 }
 
-// spotLoad calls random counter Spots from one node and accounts for
-// every call: each ends once, with a reply or a typed error.
-type spotLoad struct {
-	issued, ok, okMark atomic.Int64
-	mu                 sync.Mutex
-	errs               map[string]int
-	untyped            []error
-	stop               chan struct{}
-	wg                 sync.WaitGroup
-}
-
 var spotTerminalErrs = []error{zlink.ErrPeerLost, zlink.ErrTimeout, zlink.ErrBusy, zlink.ErrNoTarget, spot.ErrFenced}
 
-func startSpotLoad(n *routemesh.Node, spots, workers int) *spotLoad {
-	l := &spotLoad{errs: map[string]int{}, stop: make(chan struct{})}
-	for w := range workers {
-		l.wg.Add(1)
-		go func() {
-			defer l.wg.Done()
-			r := rand.New(rand.NewPCG(uint64(w), 7))
-			for {
-				select {
-				case <-l.stop:
-					return
-				default:
-				}
-				l.issued.Add(1)
-				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-				_, _, err := spotsAddCall(ctx, n, fmt.Sprintf("down-%d", r.IntN(spots)), 1)
-				cancel()
-				l.record(err)
-			}
-		}()
-	}
-	return l
-}
-
-func (l *spotLoad) record(err error) {
-	if err == nil {
-		l.ok.Add(1)
-		l.okMark.Add(1)
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, want := range spotTerminalErrs {
-		if errors.Is(err, want) {
-			l.errs[want.Error()]++
-			return
-		}
-	}
-	l.untyped = append(l.untyped, err)
-}
-
-// end stops the load and reconciles the accounts.
-func (l *spotLoad) end(t *testing.T) {
-	t.Helper()
-	close(l.stop)
-	l.wg.Wait()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	ended := l.ok.Load()
-	for _, n := range l.errs {
-		ended += int64(n)
-	}
-	ended += int64(len(l.untyped))
-	if ended != l.issued.Load() {
-		t.Fatalf("%d Spot calls issued, %d ended", l.issued.Load(), ended)
-	}
-	if len(l.untyped) > 0 {
-		t.Fatalf("%d Spot calls ended with an untyped error, first: %v", len(l.untyped), l.untyped[0])
-	}
-	t.Logf("Spot calls %d: %d answered, errors %v", ended, l.ok.Load(), l.errs)
+// startSpotLoad calls random counter Spots from one node on workers
+// goroutines and accounts for every call (answers count under RID "").
+func startSpotLoad(n *routemesh.Node, spots, workers int) *fault.Ledger {
+	return fault.NewLedger(spotTerminalErrs...).Run(workers, time.Second, func(ctx context.Context) (string, error) {
+		id := fmt.Sprintf("down-%d", rand.N(spots))
+		_, _, err := spotsAddCall(ctx, n, id, 1)
+		return "", err
+	})
 }
 
 // TestSpots_RedisDownOwnersSelfFence: the Location Store goes away under
@@ -164,14 +101,7 @@ func TestSpots_RedisDownOwnersSelfFence(t *testing.T) {
 
 	const spots = 40
 	load := startSpotLoad(c, spots, 4)
-	defer func() {
-		select {
-		case <-load.stop:
-		default:
-			close(load.stop)
-			load.wg.Wait()
-		}
-	}()
+	defer load.Stop()
 	waitFor(t, "Spots active on both servers", 15*time.Second, func() bool {
 		return spotsActive(t, s1) > 5 && spotsActive(t, s2) > 5
 	})
@@ -185,22 +115,27 @@ func TestSpots_RedisDownOwnersSelfFence(t *testing.T) {
 	if f := spotsStats(t, s1).Fenced + spotsStats(t, s2).Fenced; f <= fencedBefore {
 		t.Fatalf("no activation counted as fenced (%d before, %d after)", fencedBefore, f)
 	}
-	okDown := load.ok.Load()
+	okDown := load.Account().OK
 	// Still down: calls keep ending (typed errors), none is answered.
-	issued := load.issued.Load()
+	ended := load.Account().Ended
 	waitFor(t, "calls ending while the store is down", 10*time.Second, func() bool {
-		return load.issued.Load() > issued+20
+		return load.Account().Ended > ended+20
 	})
-	if got := load.ok.Load(); got != okDown {
+	if got := load.Account().OK; got != okDown {
 		t.Fatalf("%d Spot calls answered while no owner holds a lease", got-okDown)
 	}
 
 	srv.Restart(t) // empty: every record is claimed again
-	load.okMark.Store(0)
+	load.Mark()
 	waitFor(t, "Spots served again after the store came back", 20*time.Second, func() bool {
-		return load.okMark.Load() > 200 && spotsActive(t, s1)+spotsActive(t, s2) > 0
+		return load.Since("") > 200 && spotsActive(t, s1)+spotsActive(t, s2) > 0
 	})
-	load.end(t)
+	load.Stop()
+	a := load.Account()
+	if err := a.Check(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Spot calls %d: %d answered, errors %v", a.Ended, a.OK, a.Errs)
 	if bad := log.interleaved(); len(bad) > 0 {
 		t.Fatalf("Spots served by two activations at once: %v", bad)
 	}

@@ -106,7 +106,7 @@ func runClusterMasterKill(ctx context.Context, r *faultRig, _ bool) (out faultOu
 	}
 	out.base, out.heap = baseline()
 	out.load = startFaultLoad(cli, 4, nil, time.Second)
-	if err := waitUntil(ctx, "both Servers serving", 15*time.Second, func() bool { return out.load.since(s1.RID()) > 20 && out.load.since(s2.RID()) > 20 }); err != nil {
+	if err := waitUntil(ctx, "both Servers serving", 15*time.Second, func() bool { return out.load.Since(s1.RID()) > 20 && out.load.Since(s2.RID()) > 20 }); err != nil {
 		return out, err
 	}
 	killAt := time.Now()
@@ -114,9 +114,9 @@ func runClusterMasterKill(ctx context.Context, r *faultRig, _ bool) (out faultOu
 		return out, err
 	}
 	out.detect = time.Since(killAt)
-	out.load.mark()
+	out.load.Mark()
 	if err := waitUntil(ctx, "both Servers serving after the promotion", 15*time.Second, func() bool {
-		return out.load.since(s1.RID()) > 50 && out.load.since(s2.RID()) > 50
+		return out.load.Since(s1.RID()) > 50 && out.load.Since(s2.RID()) > 50
 	}); err != nil {
 		return out, err
 	}
@@ -128,11 +128,11 @@ func runClusterMasterKill(ctx context.Context, r *faultRig, _ bool) (out faultOu
 		return out, err
 	}
 	s3 := h3.Mesh(faultMesh)
-	if err := waitUntil(ctx, "the Server started after the promotion serving", 15*time.Second, func() bool { return out.load.since(s3.RID()) > 20 }); err != nil {
+	if err := waitUntil(ctx, "the Server started after the promotion serving", 15*time.Second, func() bool { return out.load.Since(s3.RID()) > 20 }); err != nil {
 		return out, err
 	}
 	out.recover = time.Since(startAt)
-	out.load.end()
+	out.load.Stop()
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	_ = h3.Stop(sctx)
 	cancel()

@@ -2,16 +2,15 @@ package benchrun
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 	"slices"
-	"sync"
 	"time"
 
 	zlink "github.com/zlink-go/zlink"
 	"github.com/zlink-go/zlink/routemesh"
 	"github.com/zlink-go/zlink/spot"
+	"github.com/zlink-go/zlink/test/fault"
 )
 
 // faultLiveness notices a lost peer within about half a second, like the
@@ -25,19 +24,10 @@ const faultMesh = "faults"
 
 func faultEcho(_ *routemesh.Context, p []byte) ([]byte, error) { return p, nil }
 
-// faultLoad calls channel "echo" from one node in a loop on several
-// workers and accounts for every call (soakAccount); it also counts the
-// replies of each Server since the last mark.
-type faultLoad struct {
-	acct  *soakAccount
-	mu    sync.Mutex
-	marks map[string]int
-	stop  chan struct{}
-	once  sync.Once
-	wg    sync.WaitGroup
-}
-
-func startFaultLoad(n *routemesh.Node, workers int, payload []byte, timeout time.Duration) *faultLoad {
+// startFaultLoad calls channel "echo" from one node in a loop on several
+// workers and accounts for every call; it also counts the replies of each
+// Server since the last mark.
+func startFaultLoad(n *routemesh.Node, workers int, payload []byte, timeout time.Duration) *fault.Ledger {
 	return startFaultCalls(workers, timeout, func(ctx context.Context) (string, error) {
 		_, rid, err := n.CallFrom(ctx, "echo", "echo", payload)
 		return rid, err
@@ -50,72 +40,8 @@ var faultErrs = append(slices.Clone(soakErrs), spot.ErrFenced, zlink.ErrShutting
 // startFaultCalls runs call in a loop on workers goroutines, each call
 // with its own deadline, and accounts for each; call returns the RID that
 // answered.
-func startFaultCalls(workers int, timeout time.Duration, call func(context.Context) (string, error)) *faultLoad {
-	l := &faultLoad{acct: &soakAccount{errs: map[string]int{}}, marks: map[string]int{}, stop: make(chan struct{})}
-	for range workers {
-		l.wg.Add(1)
-		go func() {
-			defer l.wg.Done()
-			for {
-				select {
-				case <-l.stop:
-					return
-				default:
-				}
-				l.acct.start()
-				ctx, cancel := context.WithTimeout(context.Background(), timeout)
-				rid, err := call(ctx)
-				cancel()
-				l.acct.endTyped(err, faultErrs)
-				if err == nil {
-					l.mu.Lock()
-					l.marks[rid]++
-					l.mu.Unlock()
-				} else if errors.Is(err, zlink.ErrNoTarget) {
-					time.Sleep(time.Millisecond) // no Server: pace the load, do not spin
-				}
-			}
-		}()
-	}
-	return l
-}
-
-// endTyped is soakAccount.end with typed, the errors that count as typed.
-func (a *soakAccount) endTyped(err error, typed []error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.ended++
-	if err == nil {
-		a.ok++
-		return
-	}
-	for _, want := range typed {
-		if errors.Is(err, want) {
-			a.errs[want.Error()]++
-			return
-		}
-	}
-	a.untyped = append(a.untyped, err)
-}
-
-// mark restarts the per-Server counts.
-func (l *faultLoad) mark() {
-	l.mu.Lock()
-	clear(l.marks)
-	l.mu.Unlock()
-}
-
-// since is the replies of rid since the last mark.
-func (l *faultLoad) since(rid string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.marks[rid]
-}
-
-// end stops the workers and waits for their calls to end. Idempotent.
-func (l *faultLoad) end() {
-	l.once.Do(func() { close(l.stop) })
-	l.wg.Wait()
+func startFaultCalls(workers int, timeout time.Duration, call func(context.Context) (string, error)) *fault.Ledger {
+	return fault.NewLedger(faultErrs...).Run(workers, timeout, call)
 }
 
 // waitUntil polls cond until it holds, or fails after d.

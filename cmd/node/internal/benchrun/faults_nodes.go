@@ -43,7 +43,7 @@ func runPartition(oneWay bool) func(context.Context, *faultRig, bool) (faultOutc
 		}
 		out.base, out.heap = baseline()
 		out.load = startFaultLoad(cli, 4, nil, time.Second)
-		if err := waitUntil(ctx, "both Servers serving", 15*time.Second, func() bool { return out.load.since("s1") > 20 && out.load.since("s2") > 20 }); err != nil {
+		if err := waitUntil(ctx, "both Servers serving", 15*time.Second, func() bool { return out.load.Since("s1") > 20 && out.load.Since("s2") > 20 }); err != nil {
 			return out, err
 		}
 		faultAt := time.Now()
@@ -56,17 +56,17 @@ func runPartition(oneWay bool) func(context.Context, *faultRig, bool) (faultOutc
 			return out, err
 		}
 		out.detect = time.Since(faultAt)
-		out.load.mark()
+		out.load.Mark()
 		if err := waitUntil(ctx, "the fault's end", hold+15*time.Second, func() bool { return time.Since(faultAt) >= hold }); err != nil {
 			return out, err
 		}
-		if out.load.since("s2") == 0 || out.load.since("s1") != 0 {
-			return out, fmt.Errorf("during the fault s1 served %d calls, s2 %d", out.load.since("s1"), out.load.since("s2"))
+		if out.load.Since("s2") == 0 || out.load.Since("s1") != 0 {
+			return out, fmt.Errorf("during the fault s1 served %d calls, s2 %d", out.load.Since("s1"), out.load.Since("s2"))
 		}
 		healAt := time.Now()
 		proxy.Heal()
-		out.load.mark()
-		if err := waitUntil(ctx, "s1 serving again after the heal", 10*time.Second, func() bool { return out.load.since("s1") > 20 }); err != nil {
+		out.load.Mark()
+		if err := waitUntil(ctx, "s1 serving again after the heal", 10*time.Second, func() bool { return out.load.Since("s1") > 20 }); err != nil {
 			return out, err
 		}
 		out.recover = time.Since(healAt)
@@ -124,7 +124,7 @@ func runKill9(ctx context.Context, r *faultRig, _ bool) (out faultOutcome, err e
 	}
 	out.base, out.heap = baseline()
 	out.load = startFaultLoad(cli, 4, nil, time.Second)
-	if err := waitUntil(ctx, "both Servers serving", 15*time.Second, func() bool { return out.load.since("k1") > 20 && out.load.since("k2") > 20 }); err != nil {
+	if err := waitUntil(ctx, "both Servers serving", 15*time.Second, func() bool { return out.load.Since("k1") > 20 && out.load.Since("k2") > 20 }); err != nil {
 		return out, err
 	}
 	killAt := time.Now()
@@ -133,16 +133,16 @@ func runKill9(ctx context.Context, r *faultRig, _ bool) (out faultOutcome, err e
 		return out, err
 	}
 	out.detect = time.Since(killAt)
-	out.load.mark()
-	if err := waitUntil(ctx, "k2 carrying the load", 15*time.Second, func() bool { return out.load.since("k2") > 50 }); err != nil {
+	out.load.Mark()
+	if err := waitUntil(ctx, "k2 carrying the load", 15*time.Second, func() bool { return out.load.Since("k2") > 50 }); err != nil {
 		return out, err
 	}
 	restartAt := time.Now()
 	if _, err := startFaultChild(r, "ZLINK_FAULTS_RID=k1", "ZLINK_FAULTS_LISTEN="+ep); err != nil {
 		return out, err
 	}
-	out.load.mark()
-	if err := waitUntil(ctx, "the restarted k1 serving", 10*time.Second, func() bool { return out.load.since("k1") > 20 }); err != nil {
+	out.load.Mark()
+	if err := waitUntil(ctx, "the restarted k1 serving", 10*time.Second, func() bool { return out.load.Since("k1") > 20 }); err != nil {
 		return out, err
 	}
 	out.recover = time.Since(restartAt)

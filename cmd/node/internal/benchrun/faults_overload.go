@@ -97,7 +97,7 @@ func overload(ctx context.Context, r *faultRig, out *faultOutcome, msgs, bytes i
 	out.base, out.heap = baseline()
 	stop := make(chan struct{})
 	watch := mailboxWatch(hs, stop)
-	fast := &soakAccount{errs: map[string]int{}}
+	fast := fault.NewLedger(faultErrs...)
 	out.extra = append(out.extra, fast)
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -110,34 +110,30 @@ func overload(ctx context.Context, r *faultRig, out *faultOutcome, msgs, bytes i
 			default:
 			}
 			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			fast.start()
+			fast.Begin()
 			_, err := cli.Call(cctx, "fast", "echo", nil)
-			fast.end(err)
+			fast.End("", err)
 			cancel()
 		}
 	}()
 	start := time.Now()
 	out.load = startFaultLoad(cli, workers, payload, 10*time.Second)
-	busy := zlink.ErrBusy.Error()
 	err = waitUntil(ctx, "callers refused with ErrBusy", 10*time.Second, func() bool {
-		out.load.acct.mu.Lock()
-		defer out.load.acct.mu.Unlock()
-		return out.load.acct.errs[busy] > 0
+		return out.load.Failed(zlink.ErrBusy) > 0
 	})
 	out.detect = time.Since(start)
 	if err == nil {
 		err = waitUntil(ctx, "the overload's end", d+15*time.Second, func() bool { return time.Since(start) >= d })
 	}
-	out.load.end()
+	out.load.Stop()
 	close(stop)
 	wg.Wait()
 	worst := watch()
 	if err != nil {
 		return err
 	}
-	fast.mu.Lock()
-	fastErrs := fast.ended - fast.ok
-	fast.mu.Unlock()
+	fa := fast.Account()
+	fastErrs := fa.Ended - fa.OK
 	if fastErrs > 0 {
 		return fmt.Errorf("%d calls to the other channel failed during the overload", fastErrs)
 	}
@@ -218,7 +214,7 @@ func runStopReading(ctx context.Context, r *faultRig, _ bool) (out faultOutcome,
 	if err != nil {
 		return out, err
 	}
-	var others []*faultLoad
+	var others []*fault.Ledger
 	for _, rid := range []string{"b", "c"} {
 		n, err := client(rid, s.Endpoint(), otherLiveness)
 		if err != nil {
@@ -230,20 +226,20 @@ func runStopReading(ctx context.Context, r *faultRig, _ bool) (out faultOutcome,
 	out.base -= 2 * 2 // the other Clients' callers run already
 	defer func() {
 		for _, l := range others {
-			l.end()
-			out.extra = append(out.extra, l.acct)
+			l.Stop()
+			out.extra = append(out.extra, l)
 		}
 	}()
 	out.load = startFaultLoad(p, 32, make([]byte, 256<<10), time.Second)
 	if err := waitUntil(ctx, "every Client served", 15*time.Second, func() bool {
-		return out.load.since("s") > 20 && others[0].since("s") > 20 && others[1].since("s") > 20
+		return out.load.Since("s") > 20 && others[0].Since("s") > 20 && others[1].Since("s") > 20
 	}); err != nil {
-		return out, fmt.Errorf("%w (served p %d, b %d, c %d)", err, out.load.since("s"), others[0].since("s"), others[1].since("s"))
+		return out, fmt.Errorf("%w (served p %d, b %d, c %d)", err, out.load.Since("s"), others[0].Since("s"), others[1].Since("s"))
 	}
 	stallAt := time.Now()
 	proxy.CutDown() // p reads nothing more
 	for _, l := range others {
-		l.mark()
+		l.Mark()
 	}
 	// p is patient: only the Server's send timeout ends its connection
 	// (and p dials again through the proxy).
@@ -252,24 +248,23 @@ func runStopReading(ctx context.Context, r *faultRig, _ bool) (out faultOutcome,
 	}
 	out.detect = time.Since(stallAt)
 	if err := waitUntil(ctx, "the other Clients served meanwhile", 15*time.Second, func() bool {
-		return others[0].since("s") > 100 && others[1].since("s") > 100
+		return others[0].Since("s") > 100 && others[1].Since("s") > 100
 	}); err != nil {
 		return out, err
 	}
 	healAt := time.Now()
 	proxy.Heal()
-	out.load.mark()
-	if err := waitUntil(ctx, "p served again after the heal", 10*time.Second, func() bool { return out.load.since("s") > 20 }); err != nil {
+	out.load.Mark()
+	if err := waitUntil(ctx, "p served again after the heal", 10*time.Second, func() bool { return out.load.Since("s") > 20 }); err != nil {
 		return out, err
 	}
 	out.recover = time.Since(healAt)
-	out.load.end()
+	out.load.Stop()
 	var otherErrs int
 	for _, l := range others {
-		l.end()
-		l.acct.mu.Lock()
-		otherErrs += l.acct.ended - l.acct.ok
-		l.acct.mu.Unlock()
+		l.Stop()
+		a := l.Account()
+		otherErrs += a.Ended - a.OK
 	}
 	if otherErrs > 0 {
 		return out, fmt.Errorf("%d calls of the other Clients failed while p was stuck", otherErrs)

@@ -143,11 +143,11 @@ func runKill9Spots(ctx context.Context, r *faultRig, _ bool) (out faultOutcome, 
 	}); err != nil {
 		return out, err
 	}
-	out.load.mark()
-	if err := waitUntil(ctx, "more calls answered after the re-home", 10*time.Second, func() bool { return out.load.since(a.RID()) > 2*len(ids) }); err != nil {
+	out.load.Mark()
+	if err := waitUntil(ctx, "more calls answered after the re-home", 10*time.Second, func() bool { return out.load.Since(a.RID()) > 2*len(ids) }); err != nil {
 		return out, err
 	}
-	out.load.end()
+	out.load.Stop()
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	if len(tr.conflicts) > 0 {

@@ -88,7 +88,7 @@ func runKill9NewRID(ctx context.Context, r *faultRig, _ bool) (out faultOutcome,
 	}
 	out.base, out.heap = baseline()
 	out.load = startFaultLoad(cli, 4, nil, time.Second)
-	if err := waitUntil(ctx, "both Servers serving", 15*time.Second, func() bool { return out.load.since(s1) > 20 && out.load.since(child.rid) > 20 }); err != nil {
+	if err := waitUntil(ctx, "both Servers serving", 15*time.Second, func() bool { return out.load.Since(s1) > 20 && out.load.Since(child.rid) > 20 }); err != nil {
 		return out, err
 	}
 	killAt := time.Now()
@@ -102,8 +102,8 @@ func runKill9NewRID(ctx context.Context, r *faultRig, _ bool) (out faultOutcome,
 	if err != nil {
 		return out, err
 	}
-	out.load.mark()
-	if err := waitUntil(ctx, "the new RID taken into selection", 15*time.Second, func() bool { return out.load.since(fresh.rid) > 20 }); err != nil {
+	out.load.Mark()
+	if err := waitUntil(ctx, "the new RID taken into selection", 15*time.Second, func() bool { return out.load.Since(fresh.rid) > 20 }); err != nil {
 		return out, err
 	}
 	out.recover = time.Since(restartAt)
@@ -153,12 +153,12 @@ func runRedisDown(ctx context.Context, r *faultRig, quick bool) (out faultOutcom
 	}
 	out.base, out.heap = baseline()
 	out.load = startFaultLoad(cli, 4, nil, time.Second)
-	if err := waitUntil(ctx, "both Servers serving", 15*time.Second, func() bool { return out.load.since(s1.RID()) > 20 && out.load.since(s2.RID()) > 20 }); err != nil {
+	if err := waitUntil(ctx, "both Servers serving", 15*time.Second, func() bool { return out.load.Since(s1.RID()) > 20 && out.load.Since(s2.RID()) > 20 }); err != nil {
 		return out, err
 	}
 	downAt := time.Now()
 	srv.Stop()
-	out.load.mark()
+	out.load.Mark()
 	// A Server started during the outage; stopped again before the end,
 	// so the goroutines compare with the baseline.
 	h3, err := zlink.Start(ctx, autoOptions(store, "s", true))
@@ -174,8 +174,8 @@ func runRedisDown(ctx context.Context, r *faultRig, quick bool) (out faultOutcom
 	if err := waitUntil(ctx, "the outage's end", down+15*time.Second, func() bool { return time.Since(downAt) >= down }); err != nil {
 		return out, err
 	}
-	if out.load.since(s1.RID()) == 0 || out.load.since(s2.RID()) == 0 || out.load.since(s3.RID()) != 0 {
-		return out, fmt.Errorf("during the outage: s1 served %d, s2 %d, the new Server %d", out.load.since(s1.RID()), out.load.since(s2.RID()), out.load.since(s3.RID()))
+	if out.load.Since(s1.RID()) == 0 || out.load.Since(s2.RID()) == 0 || out.load.Since(s3.RID()) != 0 {
+		return out, fmt.Errorf("during the outage: s1 served %d, s2 %d, the new Server %d", out.load.Since(s1.RID()), out.load.Since(s2.RID()), out.load.Since(s3.RID()))
 	}
 	upAt := time.Now()
 	if err := srv.Start(); err != nil {
@@ -195,11 +195,11 @@ func runRedisDown(ctx context.Context, r *faultRig, quick bool) (out faultOutcom
 		return out, err
 	}
 	republished := time.Since(upAt)
-	if err := waitUntil(ctx, "the Server started during the outage serving", 15*time.Second, func() bool { return out.load.since(s3.RID()) > 20 }); err != nil {
+	if err := waitUntil(ctx, "the Server started during the outage serving", 15*time.Second, func() bool { return out.load.Since(s3.RID()) > 20 }); err != nil {
 		return out, err
 	}
 	out.recover = time.Since(upAt)
-	out.load.end()
+	out.load.Stop()
 	out.note = fmt.Sprintf("down=%v republished_after=%v (recover: the Server started during the outage serving)", down, republished.Round(time.Millisecond))
 	return out, nil
 }

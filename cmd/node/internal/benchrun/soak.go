@@ -29,54 +29,25 @@ func init() {
 // soakLiveness notices a lost peer within about a second.
 var soakLiveness = routemesh.LivenessConfig{Interval: 100 * time.Millisecond, MaxGap: 5, LastHeard: time.Second}
 
-// soakAccount counts every call of the soak: each issued call must end
-// once, with a reply or a typed error.
-type soakAccount struct {
-	mu      sync.Mutex
-	issued  int
-	ended   int
-	ok      int
-	errs    map[string]int
-	untyped []error
-}
-
+// soakErrs are the typed errors a soak call may end with.
 var soakErrs = []error{zlink.ErrPeerLost, zlink.ErrTimeout, zlink.ErrBusy, zlink.ErrNoTarget}
 
-func (a *soakAccount) start() {
-	a.mu.Lock()
-	a.issued++
-	a.mu.Unlock()
-}
+// newSoakLedger accounts for every call of the soak: each issued call must
+// end once, with a reply or a typed error.
+func newSoakLedger() *fault.Ledger { return fault.NewLedger(soakErrs...) }
 
-func (a *soakAccount) end(err error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.ended++
-	if err == nil {
-		a.ok++
-		return
-	}
-	for _, want := range soakErrs {
-		if errors.Is(err, want) {
-			a.errs[want.Error()]++
-			return
-		}
-	}
-	a.untyped = append(a.untyped, err)
-}
-
-func (a *soakAccount) line(elapsed time.Duration) string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	kinds := make([]string, 0, len(a.errs))
-	for k, v := range a.errs {
+// soakLine is a running account of the soak.
+func soakLine(l *fault.Ledger, elapsed time.Duration) string {
+	a := l.Account()
+	kinds := make([]string, 0, len(a.Errs))
+	for k, v := range a.Errs {
 		kinds = append(kinds, fmt.Sprintf("%s=%d", strings.TrimPrefix(k, "zlink: "), v))
 	}
 	sort.Strings(kinds)
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return fmt.Sprintf("t=%-6s calls=%d ok=%d errors={%s} untyped=%d in_flight=%d goroutines=%d heap_mb=%.1f",
-		elapsed.Truncate(time.Second), a.issued, a.ok, strings.Join(kinds, ","), len(a.untyped), a.issued-a.ended,
+		elapsed.Truncate(time.Second), a.Issued, a.OK, strings.Join(kinds, ","), len(a.Untyped), a.Issued-a.Ended,
 		runtime.NumGoroutine(), float64(ms.HeapAlloc)/(1<<20))
 }
 
@@ -145,7 +116,7 @@ func runSoak(ctx context.Context, w io.Writer, quick bool) error {
 	}
 	baseGoroutines := runtime.NumGoroutine()
 
-	acct := &soakAccount{errs: map[string]int{}}
+	acct := newSoakLedger()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range 8 {
@@ -164,23 +135,23 @@ func runSoak(ctx context.Context, w io.Writer, quick bool) error {
 				var last error
 				switch op := r.IntN(10); {
 				case op < 7:
-					acct.start()
+					acct.Begin()
 					_, err := cli.Call(cctx, "work", "echo", payload)
-					acct.end(err)
+					acct.End("", err)
 					last = err
 				case op < 9:
-					acct.start()
+					acct.Begin()
 					_, err := cli.CallNode(cctx, rids[r.IntN(len(rids))], "echo", payload)
-					acct.end(err)
+					acct.End("", err)
 					last = err
 				default:
-					acct.start()
+					acct.Begin()
 					res, err := cli.Multicast(cctx, "work", "echo", payload)
-					acct.end(err)
+					acct.End("", err)
 					last = err
 					for _, m := range res {
-						acct.start()
-						acct.end(m.Err)
+						acct.Begin()
+						acct.End("", m.Err)
 					}
 				}
 				cancel()
@@ -206,7 +177,7 @@ loop:
 		case <-end.C:
 			break loop
 		case <-report.C:
-			fmt.Fprintln(w, acct.line(time.Since(began)))
+			fmt.Fprintln(w, soakLine(acct, time.Since(began)))
 		case <-faultAt.C:
 			// One fault on one link, healed again after a while.
 			p := proxies[rng.IntN(len(proxies))]
@@ -241,19 +212,16 @@ loop:
 	rcancel()
 	close(stop)
 	wg.Wait()
-	fmt.Fprintln(w, acct.line(time.Since(began)))
+	fmt.Fprintln(w, soakLine(acct, time.Since(began)))
 	fmt.Fprintf(w, "soak: %d faults injected\n", faults)
 	if err != nil {
 		return fmt.Errorf("soak: the client did not get every Server back after the heal: %w", err)
 	}
-	acct.mu.Lock()
-	defer acct.mu.Unlock()
-	switch {
-	case acct.issued != acct.ended:
-		return fmt.Errorf("soak: %d calls issued, %d ended", acct.issued, acct.ended)
-	case len(acct.untyped) > 0:
-		return fmt.Errorf("soak: %d calls ended with an untyped error, first: %v", len(acct.untyped), acct.untyped[0])
-	case acct.ok == 0:
+	a := acct.Account()
+	if err := a.Check(); err != nil {
+		return fmt.Errorf("soak: %w", err)
+	}
+	if a.OK == 0 {
 		return errors.New("soak: no call succeeded")
 	}
 	if g := runtime.NumGoroutine(); g > baseGoroutines+64 {
