@@ -47,14 +47,14 @@ func cmpReadPprof(path string) (*cmpPprofData, error) {
 	return cmpParsePprof(raw)
 }
 
-var cmpErrPprof = errors.New("malformed pprof profile")
+var errPprof = errors.New("malformed pprof profile")
 
 // fields calls f for every field of a protobuf message.
 func cmpPbFields(b []byte, f func(num protowire.Number, typ protowire.Type, v uint64, bs []byte) error) error {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
-			return cmpErrPprof
+			return errPprof
 		}
 		b = b[n:]
 		var v uint64
@@ -71,10 +71,10 @@ func cmpPbFields(b []byte, f func(num protowire.Number, typ protowire.Type, v ui
 			v32, n = protowire.ConsumeFixed32(b)
 			v = uint64(v32)
 		default:
-			return cmpErrPprof
+			return errPprof
 		}
 		if n < 0 {
-			return cmpErrPprof
+			return errPprof
 		}
 		b = b[n:]
 		if err := f(num, typ, v, bs); err != nil {
@@ -92,7 +92,7 @@ func cmpPbUints(typ protowire.Type, v uint64, bs []byte, dst []uint64) ([]uint64
 	for len(bs) > 0 {
 		x, n := protowire.ConsumeVarint(bs)
 		if n < 0 {
-			return dst, cmpErrPprof
+			return dst, errPprof
 		}
 		dst = append(dst, x)
 		bs = bs[n:]

@@ -171,7 +171,6 @@ type cmpServerProc struct {
 	stderr   *cmpTailBuffer
 	endpoint string
 	mu       sync.Mutex // one control request at a time
-	waitOnce sync.Once
 	waitErr  error
 	exited   chan struct{}
 }

@@ -57,7 +57,8 @@ type cmpZmqClient struct {
 	dealer zmq4.Socket
 }
 
-func cmpDialZMQ(ctx context.Context, endpoint string, _ cmpDialOpts) (cmpClient, error) {
+func cmpDialZMQ(_ context.Context, endpoint string, _ cmpDialOpts) (cmpClient, error) {
+	// The socket outlives the dial: its own context, cancelled at Close.
 	ctx, cancel := context.WithCancel(context.Background())
 	d := zmq4.NewDealer(ctx, zmq4.WithID(zmq4.SocketIdentity(fmt.Sprintf("cmp-dealer-%d", time.Now().UnixNano()))))
 	if err := d.Dial(endpoint); err != nil {
