@@ -186,7 +186,7 @@ func TestTrace_SpotTurnCallsContinueTheTrace(t *testing.T) {
 			t.Fatal("the asynchronous replies never came")
 		}
 	}
-	spans := traceSpans(t, exp, root.SpanContext().TraceID(), 11)
+	spans := traceSpans(t, exp, root.SpanContext().TraceID(), 13)
 	var rootStub tracetest.SpanStub
 	for _, s := range spans {
 		if s.Name == "lobby request" {
@@ -217,6 +217,19 @@ func TestTrace_SpotTurnCallsContinueTheTrace(t *testing.T) {
 
 	ping := childOf(t, spans, t1, "zlink.call match/ping", map[attribute.Key]string{otelzlink.AttrTargetRID: w.match.RID()})
 	childOf(t, spans, ping, "zlink.handler match/ping", map[attribute.Key]string{otelzlink.AttrFromRID: w.objects.RID()})
+
+	// Each asynchronous call's reply runs an OnReply turn of t1: a span
+	// under the turn that made the call.
+	replies := 0
+	for _, s := range spans {
+		if s.Name == "zlink.spot_turn table/OnReply" && s.Parent.SpanID() == t1.SpanContext.SpanID() {
+			wantAttrs(t, s, map[attribute.Key]string{otelzlink.AttrSpotID: "t1"})
+			replies++
+		}
+	}
+	if replies != 2 {
+		t.Fatalf("%d OnReply turns under t1's span, want 2 (one per asynchronous call)", replies)
+	}
 }
 
 // A Spot call routed through an Object Server (CallVia) is traced there

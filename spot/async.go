@@ -52,7 +52,7 @@ func (c *Context) CallAsync(channel, packet string, payload []byte, timeout time
 	if err := c.asyncCheck(); err != nil {
 		return err
 	}
-	return c.Node.CallAsyncContext(c.Context, channel, packet, payload, timeout, c.act.ref, tag)
+	return c.Node.CallAsyncContext(c.Context, channel, packet, payload, timeout, c.act.ref, c.replyTag(tag))
 }
 
 // CallNodeAsync is CallAsync for a Node-direct request to rid.
@@ -60,7 +60,7 @@ func (c *Context) CallNodeAsync(rid, packet string, payload []byte, timeout time
 	if err := c.asyncCheck(); err != nil {
 		return err
 	}
-	return c.Node.CallNodeAsyncContext(c.Context, rid, packet, payload, timeout, c.act.ref, tag)
+	return c.Node.CallNodeAsyncContext(c.Context, rid, packet, payload, timeout, c.act.ref, c.replyTag(tag))
 }
 
 // CallSpotAsync is CallAsync for a request to the Spot (kind, id): no turn
@@ -81,7 +81,7 @@ func (c *Context) CallSpotAsync(kind, id, packet string, payload []byte, timeout
 	if err != nil {
 		return err
 	}
-	sc := &spotCall{rt: rt, trace: rt.traceParent(c), slot: slot, tag: tag, deadline: time.Now().Add(timeout), backoff: 10 * time.Millisecond}
+	sc := &spotCall{rt: rt, trace: rt.traceParent(c), slot: slot, tag: c.replyTag(tag), deadline: time.Now().Add(timeout), backoff: 10 * time.Millisecond}
 	// No turn waits on it: the call carries no call chain.
 	h, _, err := rt.request(rt.base, kind, id, packet, payload)
 	if err != nil {
@@ -179,7 +179,13 @@ func (a *spotActor) reply(r *Reply) {
 	a.turns++
 	a.act.turn.Store(a.turns)
 	ctx, cancel := context.WithTimeout(rt.base, routemesh.DefaultRequestTimeout)
+	var sp routemesh.Span
+	if tt, ok := r.Tag.(*tracedTag); ok {
+		r.Tag = tt.tag
+		ctx, sp = rt.startReplyTurn(ctx, tt.parent, a)
+	}
 	reg.onReply(a.context(ctx, r.From, nil), a.state, r)
+	endTurn(sp, nil)
 	cancel()
 	a.act.turn.Store(0)
 }

@@ -58,3 +58,53 @@ func (rt *runtime) traceParent(c *Context) context.Context {
 	}
 	return c.Context
 }
+
+// tracedTag is the tag of an asynchronous call of a traced turn: the
+// turn's own tag and its context, so that the OnReply turn the reply runs
+// is a span in the same trace, under the turn that made the call.
+type tracedTag struct {
+	tag    any
+	parent context.Context
+}
+
+// replyTag is the tag an asynchronous call of c's turn carries: tag, or a
+// tracedTag when the node traces.
+func (c *Context) replyTag(tag any) any {
+	if c.rt.n.Tracer() == nil {
+		return tag
+	}
+	return &tracedTag{tag: tag, parent: c.Context}
+}
+
+// startReplyTurn starts the span of an OnReply turn under parent (the
+// turn that made the call); the turn keeps ctx's deadline and
+// cancellation and parent's values.
+func (rt *runtime) startReplyTurn(ctx, parent context.Context, a *spotActor) (context.Context, routemesh.Span) {
+	t := rt.n.Tracer()
+	if t == nil {
+		return ctx, nil
+	}
+	tctx, sp := t.StartHandler(valuesOf{Context: ctx, values: parent}, "", routemesh.SpanInfo{Kind: routemesh.SpanSpotTurn,
+		Mesh: rt.n.Mesh(), Packet: replyPacket, Target: rt.n.RID(), SpotKind: a.ks.reg.name, SpotID: a.act.id})
+	if tctx == nil {
+		tctx = ctx
+	}
+	return tctx, sp
+}
+
+// replyPacket names an OnReply turn in its span.
+const replyPacket = "OnReply"
+
+// valuesOf is Context with the values of values first (a trace's span),
+// its own deadline and cancellation otherwise.
+type valuesOf struct {
+	context.Context
+	values context.Context
+}
+
+func (c valuesOf) Value(key any) any {
+	if v := c.values.Value(key); v != nil {
+		return v
+	}
+	return c.Context.Value(key)
+}
