@@ -12,7 +12,10 @@ import (
 )
 
 // replicaTimeout is the WAIT bound of the replica tests.
-const replicaTimeout = 300 * time.Millisecond
+// 600 ms: a replica's ack under a loaded, race-instrumented run can take a
+// few hundred; an operation with two WAITs must still end within the
+// store's 2 s OpTimeout.
+const replicaTimeout = 600 * time.Millisecond
 
 // unconfirmedBound bounds how long a write to a master whose replica is
 // gone may take to fail: WAIT's timeout plus generous slack for a loaded
