@@ -75,8 +75,11 @@ func reportCPU(b *testing.B, start time.Duration) {
 // BenchmarkHotPath_CallFuture keeps 1000 CallFutures in flight from one
 // goroutine and waits for them in order (the compare bench's pipelined
 // client).
-func BenchmarkHotPath_CallFuture(b *testing.B) {
-	cli := benchChannelPair(b)
+func BenchmarkHotPath_CallFuture(b *testing.B) { benchFutureWindow(b, benchChannelPair(b)) }
+
+// benchFutureWindow keeps 1000 CallFutures of 64 B to cli's channel "echo"
+// in flight, waiting for them in order.
+func benchFutureWindow(b *testing.B, cli *Node) {
 	payload := make([]byte, 64)
 	const window = 1000
 	ring := make([]*Future, window)
@@ -105,8 +108,10 @@ func BenchmarkHotPath_CallFuture(b *testing.B) {
 
 // BenchmarkHotPath_CallLockstep is one Call at a time under one context
 // deadline (no timer per call), as the compare bench's lockstep client.
-func BenchmarkHotPath_CallLockstep(b *testing.B) {
-	cli := benchChannelPair(b)
+func BenchmarkHotPath_CallLockstep(b *testing.B) { benchLockstep(b, benchChannelPair(b)) }
+
+// benchLockstep makes 64 B calls to cli's channel "echo", one at a time.
+func benchLockstep(b *testing.B, cli *Node) {
 	payload := make([]byte, 64)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()

@@ -3,7 +3,6 @@ package routemesh
 import (
 	"context"
 	"testing"
-	"time"
 )
 
 // nopTracer is the cheapest Tracer: a fixed 25-byte trace context (the
@@ -32,17 +31,7 @@ func BenchmarkTrace_CallLockstep(b *testing.B) {
 	}{{"off", nil}, {"on", nopTracer{tc: string(make([]byte, 25))}}} {
 		b.Run(tc.name, func(b *testing.B) {
 			cli, _ := tracedPair(b, tc.tr, tc.tr, nil)
-			payload := make([]byte, 64)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
-			defer cancel()
-			b.ReportAllocs()
-			cpu0 := cpuTime()
-			for b.Loop() {
-				if _, err := cli.Call(ctx, "echo", "echo", payload); err != nil {
-					b.Fatal(err)
-				}
-			}
-			reportCPU(b, cpu0)
+			benchLockstep(b, cli)
 		})
 	}
 }
@@ -56,30 +45,7 @@ func BenchmarkTrace_CallFuture(b *testing.B) {
 	}{{"off", nil}, {"on", nopTracer{tc: string(make([]byte, 25))}}} {
 		b.Run(tc.name, func(b *testing.B) {
 			cli, _ := tracedPair(b, tc.tr, tc.tr, nil)
-			payload := make([]byte, 64)
-			const window = 1000
-			ring := make([]*Future, window)
-			ctx := context.Background()
-			b.ReportAllocs()
-			i := 0
-			cpu0 := cpuTime()
-			for b.Loop() {
-				if f := ring[i]; f != nil {
-					if _, err := f.Wait(ctx); err != nil {
-						b.Fatal(err)
-					}
-				}
-				ring[i] = cli.CallFuture("echo", "echo", payload, 30*time.Second)
-				i = (i + 1) % window
-			}
-			for _, f := range ring {
-				if f != nil {
-					if _, err := f.Wait(ctx); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
-			reportCPU(b, cpu0)
+			benchFutureWindow(b, cli)
 		})
 	}
 }
