@@ -3,7 +3,6 @@ package benchrun
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -18,16 +17,15 @@ import (
 
 // faultCluster starts a Redis Cluster, stopped when the rig closes.
 func faultCluster(r *faultRig) (*locationtest.RedisCluster, error) {
-	dir, err := os.MkdirTemp("", "zlink-faults-cluster-")
+	dir, err := r.tempDir("zlink-faults-cluster-")
 	if err != nil {
 		return nil, err
 	}
 	c, err := locationtest.LaunchRedisCluster(dir)
 	if err != nil {
-		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	r.onClose(func() { c.Close(); _ = os.RemoveAll(dir) })
+	r.onClose(c.Close)
 	return c, nil
 }
 

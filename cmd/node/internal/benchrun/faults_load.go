@@ -3,6 +3,7 @@ package benchrun
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"time"
@@ -96,6 +97,17 @@ func (r *faultRig) host(o *zlink.Options) (*zlink.Host, error) {
 }
 
 func (r *faultRig) onClose(f func()) { r.stops = append(r.stops, f) }
+
+// tempDir makes a directory removed when the rig closes (after whatever
+// is registered later, which stops first).
+func (r *faultRig) tempDir(prefix string) (string, error) {
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", err
+	}
+	r.onClose(func() { _ = os.RemoveAll(dir) })
+	return dir, nil
+}
 
 func (r *faultRig) close() {
 	for i := len(r.stops) - 1; i >= 0; i-- {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	zlink "github.com/zlink-go/zlink"
@@ -20,16 +19,15 @@ import (
 // faultRedis starts a redis-server for a scenario, stopped when the rig
 // closes.
 func faultRedis(r *faultRig) (*locationtest.RedisServer, error) {
-	dir, err := os.MkdirTemp("", "zlink-faults-redis-")
+	dir, err := r.tempDir("zlink-faults-redis-")
 	if err != nil {
 		return nil, err
 	}
 	srv, err := fault.StartRedis(dir)
 	if err != nil {
-		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	r.onClose(func() { srv.Stop(); _ = os.RemoveAll(dir) })
+	r.onClose(srv.Stop)
 	return srv, nil
 }
 
