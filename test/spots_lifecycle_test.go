@@ -91,26 +91,7 @@ func TestSpots_StopReleasesRecords(t *testing.T) {
 	spotsServersKnown(t, client, a.RID(), b.RID())
 
 	ctx := ctxT(t, 60*time.Second)
-	type placed struct {
-		owner string
-		epoch uint64
-	}
-	was := map[string]placed{}
-	var onA []string
-	for i := range 60 {
-		id := fmt.Sprintf("st-%d", i)
-		_, res, err := spotsAddCall(ctx, client, id, 1)
-		if err != nil {
-			t.Fatalf("%s: %v", id, err)
-		}
-		was[id] = placed{res.Owner, res.Epoch}
-		if res.Owner == a.RID() {
-			onA = append(onA, id)
-		}
-	}
-	if len(onA) == 0 || len(onA) == len(was) {
-		t.Fatalf("%d of %d Spots on %s: want some on each server", len(onA), len(was), a.RID())
-	}
+	was, onA := spotsPlaceSome(t, ctx, client, a, "st", 60)
 
 	stopStart := time.Now()
 	stopHost(t, hA)
@@ -186,26 +167,7 @@ func TestSpots_LeaseRefusedFencesAndNewGeneration(t *testing.T) {
 	spotsServersKnown(t, client, a.RID(), b.RID())
 
 	ctx := ctxT(t, 60*time.Second)
-	type placed struct {
-		owner string
-		epoch uint64
-	}
-	was := map[string]placed{}
-	var onA []string
-	for i := range 40 {
-		id := fmt.Sprintf("lr-%d", i)
-		_, res, err := spotsAddCall(ctx, client, id, 1)
-		if err != nil {
-			t.Fatalf("%s: %v", id, err)
-		}
-		was[id] = placed{res.Owner, res.Epoch}
-		if res.Owner == a.RID() {
-			onA = append(onA, id)
-		}
-	}
-	if len(onA) == 0 || len(onA) == len(was) {
-		t.Fatalf("%d of %d Spots on %s: want some on each server", len(onA), len(was), a.RID())
-	}
+	was, onA := spotsPlaceSome(t, ctx, client, a, "lr", 40)
 	stA, stB := spotsStats(t, a), spotsStats(t, b)
 	if stA.Fenced != 0 || !stA.LeaseValid || stA.LeaseGeneration == 0 {
 		t.Fatalf("%s before: %+v", a.RID(), stA)
@@ -315,4 +277,34 @@ func TestSpots_LeaseRefusedFencesAndNewGeneration(t *testing.T) {
 	}
 	t.Logf("lease generation %d → %d noticed in %v; %d activations fenced; %d calls meanwhile, %d ended ErrFenced",
 		oldGen, stA.LeaseGeneration, noticed.Round(time.Millisecond), stA.Fenced, during, fenced)
+}
+
+// placed is where a Spot answered: its owner and epoch.
+type placed struct {
+	owner string
+	epoch uint64
+}
+
+// spotsPlaceSome calls n Spots (prefix-0 …) once each through client and
+// returns where each answered and those on a, failing the test unless
+// some answered on a and some elsewhere.
+func spotsPlaceSome(t *testing.T, ctx context.Context, client, a *routemesh.Node, prefix string, n int) (map[string]placed, []string) {
+	t.Helper()
+	was := map[string]placed{}
+	var onA []string
+	for i := range n {
+		id := fmt.Sprintf("%s-%d", prefix, i)
+		_, res, err := spotsAddCall(ctx, client, id, 1)
+		if err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		was[id] = placed{res.Owner, res.Epoch}
+		if res.Owner == a.RID() {
+			onA = append(onA, id)
+		}
+	}
+	if len(onA) == 0 || len(onA) == len(was) {
+		t.Fatalf("%d of %d Spots on %s: want some on each server", len(onA), len(was), a.RID())
+	}
+	return was, onA
 }
