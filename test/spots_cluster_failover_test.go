@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -362,49 +361,14 @@ func infoValue(t *testing.T, node *locationtest.RedisServer, section, field stri
 	return ""
 }
 
-// checkClusterReplies checks one Spot's answered calls: one epoch is
-// answered by one owner, its values never repeat (a second activation
-// under one epoch would count from 1 again), and a call issued after a
-// reply under epoch e was received is never answered under an older one.
+// checkClusterReplies is checkSpotReplies on one Spot's cluster calls.
 func checkClusterReplies(t *testing.T, id string, rs []clusterCall) {
 	t.Helper()
-	if len(rs) == 0 {
-		t.Errorf("%s: never answered", id)
-		return
+	recs := make([]spotsCallRec, len(rs))
+	for i, r := range rs {
+		recs[i] = r.spotsCallRec
 	}
-	owner := map[uint64]string{}
-	values := map[uint64]map[int64]bool{}
-	for _, r := range rs {
-		if o, ok := owner[r.epoch]; ok && o != r.owner {
-			t.Errorf("%s: epoch %d answered by %s and by %s", id, r.epoch, o, r.owner)
-		}
-		owner[r.epoch] = r.owner
-		if values[r.epoch] == nil {
-			values[r.epoch] = map[int64]bool{}
-		}
-		if values[r.epoch][r.value] {
-			t.Errorf("%s: value %d twice under epoch %d (on %s)", id, r.value, r.epoch, r.owner)
-		}
-		values[r.epoch][r.value] = true
-	}
-	byDone := slices.Clone(rs)
-	sort.Slice(byDone, func(i, j int) bool { return byDone[i].done.Before(byDone[j].done) })
-	byIssued := slices.Clone(rs)
-	sort.Slice(byIssued, func(i, j int) bool { return byIssued[i].issued.Before(byIssued[j].issued) })
-	var seen clusterCall
-	j := 0
-	for _, r := range byIssued {
-		for j < len(byDone) && byDone[j].done.Before(r.issued) {
-			if byDone[j].epoch > seen.epoch {
-				seen = byDone[j]
-			}
-			j++
-		}
-		if r.epoch < seen.epoch {
-			t.Errorf("%s: a call issued after epoch %d (from %s) was answered under epoch %d by %s", id, seen.epoch, seen.owner, r.epoch, r.owner)
-			return
-		}
-	}
+	checkSpotReplies(t, id, recs)
 }
 
 // clusterLoad is parallel callers adding 1 to random Spots through one

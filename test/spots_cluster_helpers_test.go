@@ -198,13 +198,8 @@ func spotsPerMaster(where map[string]int, masters int) []int {
 
 // clusterCall is one Spot call as it ended.
 type clusterCall struct {
-	seq          uint64
-	id           string
-	issued, done time.Time
-	err          error
-	owner        string
-	epoch        uint64
-	value        int64
+	seq uint64
+	spotsCallRec
 }
 
 // clusterLedger accounts for every call: begin opens it, end closes it;
@@ -228,7 +223,7 @@ func (l *clusterLedger) begin(id string) clusterCall {
 	defer l.mu.Unlock()
 	l.next++
 	l.open[l.next] = id
-	return clusterCall{seq: l.next, id: id, issued: time.Now()}
+	return clusterCall{seq: l.next, spotsCallRec: spotsCallRec{id: id, issued: time.Now()}}
 }
 
 func (l *clusterLedger) end(c clusterCall) {
