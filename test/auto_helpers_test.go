@@ -7,7 +7,6 @@ package test
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"testing"
 	"time"
@@ -116,8 +115,7 @@ func runAutoChild() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	store, err := location.NewRedis(ctx, location.RedisConfig{Addr: os.Getenv("ZLINK_AUTO_REDIS"), PollInterval: 100 * time.Millisecond})
 	if err != nil {
-		fmt.Fprintf(os.Stdout, "FAILED %v\n", err)
-		os.Exit(2)
+		childFail(err)
 	}
 	o := zlink.NewOptions().SetLogger(zerolog.Nop()).SetLocationStore(store)
 	o.AddRouteMesh(autoMesh).SetRoutingIDPrefix(os.Getenv("ZLINK_AUTO_PREFIX")).
@@ -125,23 +123,14 @@ func runAutoChild() {
 	h, err := zlink.Start(ctx, o)
 	cancel()
 	if err != nil {
-		fmt.Fprintf(os.Stdout, "FAILED %v\n", err)
-		os.Exit(2)
+		childFail(err)
 	}
-	n := h.Mesh(autoMesh)
-	fmt.Fprintf(os.Stdout, "READY %s %s\n", n.RID(), n.Endpoint())
-	_, _ = io.Copy(io.Discard, os.Stdin)
-	os.Exit(0)
+	childServe(h.Mesh(autoMesh))
 }
 
 // startAutoChild starts an automatic node in a child process and returns
 // it with its RID. It is killed at cleanup.
 func startAutoChild(t *testing.T, redisAddr, prefix string) (*childNode, string) {
 	t.Helper()
-	c, f := runChild(t, "auto child", "ZLINK_AUTO_CHILD=1", "ZLINK_AUTO_REDIS="+redisAddr, "ZLINK_AUTO_PREFIX="+prefix)
-	if len(f) != 2 {
-		t.Fatalf("auto child: READY line %q", f)
-	}
-	c.endpoint = f[1]
-	return c, f[0]
+	return startRIDChild(t, "auto child", "ZLINK_AUTO_CHILD=1", "ZLINK_AUTO_REDIS="+redisAddr, "ZLINK_AUTO_PREFIX="+prefix)
 }

@@ -69,6 +69,32 @@ func runChildNode() {
 	os.Exit(0)
 }
 
+// childFail ends a child process whose node could not start.
+func childFail(err error) {
+	fmt.Fprintf(os.Stdout, "FAILED %v\n", err)
+	os.Exit(2)
+}
+
+// childServe says the child's node n is ready ("READY rid endpoint") and
+// runs until the parent closes stdin or dies.
+func childServe(n *routemesh.Node) {
+	fmt.Fprintf(os.Stdout, "READY %s %s\n", n.RID(), n.Endpoint())
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	os.Exit(0)
+}
+
+// startRIDChild runs a child that ends in childServe and returns it with
+// its RID. It is killed at cleanup.
+func startRIDChild(t *testing.T, what string, env ...string) (*childNode, string) {
+	t.Helper()
+	c, f := runChild(t, what, env...)
+	if len(f) != 2 {
+		t.Fatalf("%s: READY line %q", what, f)
+	}
+	c.endpoint = f[1]
+	return c, f[0]
+}
+
 // childNode is a running child process node.
 type childNode struct {
 	*fault.Child

@@ -7,7 +7,6 @@ package test
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"runtime"
 	"testing"
@@ -62,8 +61,7 @@ func runFaultAutoServer() {
 	store, err := location.NewRedis(ctx, location.RedisConfig{Addr: os.Getenv("ZLINK_FAULT_REDIS"), PollInterval: 100 * time.Millisecond,
 		DialTimeout: time.Second, OpTimeout: time.Second})
 	if err != nil {
-		fmt.Fprintf(os.Stdout, "FAILED %v\n", err)
-		os.Exit(2)
+		childFail(err)
 	}
 	o := zlink.NewOptions().SetLogger(zerolog.Nop()).SetLocationStore(store)
 	o.AddRouteMesh(autoMesh).SetRoutingIDPrefix(os.Getenv("ZLINK_FAULT_PREFIX")).
@@ -72,25 +70,16 @@ func runFaultAutoServer() {
 	h, err := zlink.Start(ctx, o)
 	cancel()
 	if err != nil {
-		fmt.Fprintf(os.Stdout, "FAILED %v\n", err)
-		os.Exit(2)
+		childFail(err)
 	}
-	m := h.Mesh(autoMesh)
-	fmt.Fprintf(os.Stdout, "READY %s %s\n", m.RID(), m.Endpoint())
-	_, _ = io.Copy(io.Discard, os.Stdin)
-	os.Exit(0)
+	childServe(h.Mesh(autoMesh))
 }
 
 // startFaultAutoServer starts runFaultAutoServer in a child process and
 // returns it with its RID.
 func startFaultAutoServer(t *testing.T, redisAddr, prefix string) (*childNode, string) {
 	t.Helper()
-	c, f := runChild(t, "auto server "+prefix, "ZLINK_FAULT_AUTO_SERVER=1", "ZLINK_FAULT_REDIS="+redisAddr, "ZLINK_FAULT_PREFIX="+prefix)
-	if len(f) != 2 {
-		t.Fatalf("auto server: READY line %q", f)
-	}
-	c.endpoint = f[1]
-	return c, f[0]
+	return startRIDChild(t, "auto server "+prefix, "ZLINK_FAULT_AUTO_SERVER=1", "ZLINK_FAULT_REDIS="+redisAddr, "ZLINK_FAULT_PREFIX="+prefix)
 }
 
 // clientKnows says whether n shows rid Ready.

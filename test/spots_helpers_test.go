@@ -8,7 +8,6 @@ package test
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"sort"
 	"sync"
@@ -261,8 +260,7 @@ func runSpotsChild() {
 	store, err := location.NewRedis(ctx, location.RedisConfig{Addr: os.Getenv("ZLINK_SPOTS_REDIS"), PollInterval: 100 * time.Millisecond,
 		DialTimeout: time.Second, OpTimeout: time.Second})
 	if err != nil {
-		fmt.Fprintf(os.Stdout, "FAILED %v\n", err)
-		os.Exit(2)
+		childFail(err)
 	}
 	o := zlink.NewOptions().SetLogger(log).SetLocationStore(store)
 	b := o.AddRouteMesh(autoMesh).SetRoutingIDPrefix(os.Getenv("ZLINK_SPOTS_PREFIX")).
@@ -274,23 +272,14 @@ func runSpotsChild() {
 	}
 	cancel()
 	if err != nil {
-		fmt.Fprintf(os.Stdout, "FAILED %v\n", err)
-		os.Exit(2)
+		childFail(err)
 	}
-	n := h.Mesh(autoMesh)
-	fmt.Fprintf(os.Stdout, "READY %s %s\n", n.RID(), n.Endpoint())
-	_, _ = io.Copy(io.Discard, os.Stdin)
-	os.Exit(0)
+	childServe(h.Mesh(autoMesh))
 }
 
 // startSpotsChild starts the child Object Server and returns it with its
 // RID. It is killed at cleanup.
 func startSpotsChild(t *testing.T, redisAddr, prefix string) (*childNode, string) {
 	t.Helper()
-	c, f := runChild(t, "spots child", "ZLINK_SPOTS_CHILD=1", "ZLINK_SPOTS_REDIS="+redisAddr, "ZLINK_SPOTS_PREFIX="+prefix)
-	if len(f) != 2 {
-		t.Fatalf("spots child: READY line %q", f)
-	}
-	c.endpoint = f[1]
-	return c, f[0]
+	return startRIDChild(t, "spots child", "ZLINK_SPOTS_CHILD=1", "ZLINK_SPOTS_REDIS="+redisAddr, "ZLINK_SPOTS_PREFIX="+prefix)
 }
