@@ -234,16 +234,33 @@ func oneReadyPipe(t *testing.T, a, b *routemesh.Node) bool {
 		pa.State == routemesh.PeerReady && pb.State == routemesh.PeerReady && pa.Pipe != "" && pa.Pipe == pb.Pipe
 }
 
+// Every repetition must keep one ready connection and lose no call. Whether
+// a repetition's two dials really overlap at the arbiter is up to the
+// scheduler (one side may finish its handshake before the other's Hello
+// arrives, and then withdraws its own dial), so the race itself is required
+// of the run as a whole: at least one repetition must have refused a
+// duplicate pipe, or the test never exercised what it is about.
 func TestDial_SimultaneousManualDialNeverLosesAReadyConnection(t *testing.T) {
 	const reps = 50
+	raced := 0
 	for rep := range reps {
-		if !t.Run("rep="+strconv.Itoa(rep), simultaneousDialOnce) {
+		if !t.Run("rep="+strconv.Itoa(rep), func(t *testing.T) {
+			if simultaneousDialOnce(t) {
+				raced++
+			}
+		}) {
 			return
 		}
 	}
+	if raced == 0 {
+		t.Fatalf("no duplicate pipe was refused in %d repetitions: the dials never raced", reps)
+	}
+	t.Logf("the dials raced in %d of %d repetitions", raced, reps)
 }
 
-func simultaneousDialOnce(t *testing.T) {
+// simultaneousDialOnce runs one repetition and reports whether the arbiter
+// (the smaller RID, a) refused one of two racing pipes.
+func simultaneousDialOnce(t *testing.T) bool {
 	a, b := simultaneousPair(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	failures := make(chan error, 2)
@@ -290,9 +307,5 @@ func simultaneousDialOnce(t *testing.T) {
 			t.Fatalf("%s: peers_lost = %d, want 0", n.RID(), lost)
 		}
 	}
-	// Both dials really raced: the arbiter (the smaller RID, a) refused one
-	// of the two pipes.
-	if r := status(t, a).Counters["handshake_rejects"]; r == 0 {
-		t.Fatal("no duplicate pipe was refused: the dials did not race")
-	}
+	return status(t, a).Counters["handshake_rejects"] > 0
 }

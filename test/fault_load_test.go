@@ -14,8 +14,10 @@ import (
 )
 
 // overloadPair is a Server with a slow channel (one handler at a time,
-// small budgets) and a fast channel on the same node, and a client.
-func overloadPair(t *testing.T, budgetMsgs, budgetBytes int64, slow time.Duration) (*zlink.Host, *routemesh.Node) {
+// small budgets) and a fast channel on the same node, and a client. Each
+// slow handler runs until work's channel yields (or is closed), or until
+// the test ends.
+func overloadPair(t *testing.T, budgetMsgs, budgetBytes int64, work func() <-chan time.Time) (*zlink.Host, *routemesh.Node) {
 	t.Helper()
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
@@ -24,7 +26,7 @@ func overloadPair(t *testing.T, budgetMsgs, budgetBytes int64, slow time.Duratio
 		ConfigureRouterSocket(routemesh.SocketConfig{MailboxMessageBudget: budgetMsgs, MailboxByteBudget: budgetBytes})
 	m.Channel("slow").Server().SetConcurrency(1).HandleRequest("work", func(c *routemesh.Context, p []byte) ([]byte, error) {
 		select {
-		case <-time.After(slow): // the handler's own work time
+		case <-work(): // the handler's own work time
 		case <-release:
 		}
 		return nil, nil
@@ -85,7 +87,7 @@ func budgetWatch(t *testing.T, hs *zlink.Host, stop chan struct{}) func() (sampl
 // ErrBusy instead of queueing without bound, the owner never holds more
 // than its budget, and another channel of the same node is unaffected.
 func TestFault_SlowConsumerAnswersBusyAndSparesOtherChannels(t *testing.T) {
-	hs, cli := overloadPair(t, 8, 64<<20, 20*time.Millisecond)
+	hs, cli := overloadPair(t, 8, 64<<20, func() <-chan time.Time { return time.After(20 * time.Millisecond) })
 	stop := make(chan struct{})
 	var stopOnce sync.Once
 	halt := func() { stopOnce.Do(func() { close(stop) }) }
@@ -136,13 +138,30 @@ func TestFault_SlowConsumerAnswersBusyAndSparesOtherChannels(t *testing.T) {
 
 // A storm of 1 MiB requests against a 4 MiB byte budget: the owner never
 // holds more bytes than its budget, every call ends with a reply or
-// ErrBusy, and the node serves normally afterwards.
+// ErrBusy, and the node serves normally afterwards. The handler holds its
+// first request until a caller has been refused, so the budget fills
+// however fast this machine moves 1 MiB frames; then each takes 5 ms.
 func TestFault_LargePayloadStormStaysWithinByteBudget(t *testing.T) {
-	hs, cli := overloadPair(t, 1000, 4<<20, 5*time.Millisecond)
+	refused := make(chan struct{})
+	var refusedOnce sync.Once
+	var busy, ok atomic.Int64
+	hs, cli := overloadPair(t, 1000, 4<<20, func() <-chan time.Time {
+		if busy.Load() == 0 {
+			c := make(chan time.Time, 1)
+			go func() {
+				select {
+				case <-refused:
+				case <-time.After(10 * time.Second): // never refused: the check below fails
+				}
+				c <- time.Now()
+			}()
+			return c
+		}
+		return time.After(5 * time.Millisecond)
+	})
 	stop := make(chan struct{})
 	watch := budgetWatch(t, hs, stop)
 	payload := make([]byte, 1<<20)
-	var busy, ok atomic.Int64
 	var wg sync.WaitGroup
 	var errMu sync.Mutex
 	var bad error
@@ -159,6 +178,7 @@ func TestFault_LargePayloadStormStaysWithinByteBudget(t *testing.T) {
 					ok.Add(1)
 				case errors.Is(err, zlink.ErrBusy):
 					busy.Add(1)
+					refusedOnce.Do(func() { close(refused) })
 				default:
 					errMu.Lock()
 					bad = err
