@@ -24,7 +24,9 @@ type tcpSocket struct {
 	connected  bool // ESTABLISHED
 }
 
-// processSockets returns this process's TCP sockets (IPv4 and IPv6).
+// processSockets returns this process's TCP sockets (IPv4 and IPv6), each
+// once: the kernel builds /proc/net/tcp a page at a time, so a socket can
+// be listed twice when the table changes between two reads of it.
 func processSockets(t *testing.T) []tcpSocket {
 	t.Helper()
 	fds, err := os.ReadDir("/proc/self/fd")
@@ -39,6 +41,7 @@ func processSockets(t *testing.T) []tcpSocket {
 		}
 	}
 	var out []tcpSocket
+	seen := map[string]bool{}
 	for _, table := range []string{"/proc/self/net/tcp", "/proc/self/net/tcp6"} {
 		f, err := os.Open(table)
 		if err != nil {
@@ -51,9 +54,10 @@ func processSockets(t *testing.T) []tcpSocket {
 		sc.Scan() // header
 		for sc.Scan() {
 			f := strings.Fields(sc.Text())
-			if len(f) < 10 || !mine[f[9]] {
+			if len(f) < 10 || !mine[f[9]] || seen[f[9]] {
 				continue
 			}
+			seen[f[9]] = true
 			out = append(out, tcpSocket{
 				inode: f[9], localPort: hexPort(t, f[1]), remotePort: hexPort(t, f[2]),
 				listening: f[3] == "0A", connected: f[3] == "01",
