@@ -42,6 +42,9 @@ type Config struct {
 	// Inbound, optional, is filled by the listeners made with this Config:
 	// through it their owner closes one inbound connection by identity.
 	Inbound *Inbound
+	// Outbound, optional, is filled by the dials made with this Config:
+	// through it their owner sends on the dialed connection directly.
+	Outbound *Outbound
 	// TLS, when set, runs every connection over TLS 1.3 with mutual
 	// authentication (NewTLS); a peer that fails it is refused with a
 	// *TLSError (matching ErrTLS) before zmq4 sees the connection. nil =

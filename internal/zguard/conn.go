@@ -262,6 +262,11 @@ func (c *conn) Write(b []byte) (int, error) {
 	if c.werr != nil {
 		return 0, c.werr
 	}
+	return c.writeLocked(b)
+}
+
+// writeLocked is Write with wmu held and no write error yet.
+func (c *conn) writeLocked(b []byte) (int, error) {
 	select {
 	case <-c.closedCh:
 		c.werr = opError("write", c, net.ErrClosed)

@@ -30,6 +30,13 @@
 // validated and its Identity property must be unique among the live
 // connections of one listener.
 //
+// Direct sends (Inbound.Send, Outbound.Send) bypass zmq4's write side after
+// the handshake: the socket's owner writes one whole ZMTP message on its
+// own goroutine to one peer's guarded connection, under that connection's
+// write lock and deadline. zmq4 starts a goroutine per send and, on a
+// ROUTER, holds one socket-wide lock for the whole write; with direct
+// sends a peer that stops reading holds up only the writes to it.
+//
 // # Use
 //
 //	zguard.Register()
@@ -63,10 +70,11 @@
 // zguard knows ZMTP 3 framing (greeting, frame headers, the READY command)
 // and nothing above it: it knows nothing of RouteMesh, the wire envelope
 // protocol, peers' application identities or reconnect policy. It never
-// sends or consumes ZMTP frames of its own; every byte zmq4 writes reaches
-// the peer unchanged (inside TLS when configured) and every byte it reads
-// comes from the peer unchanged, or the connection is closed. The two
-// things it writes itself: a plaintext listener answers a TLS ClientHello
+// consumes ZMTP frames, and sends none of its own: every byte zmq4 or a
+// direct send writes reaches the peer unchanged (inside TLS when
+// configured), a direct send never starts inside a message zmq4 is
+// writing (ErrMidMessage), and every byte zmq4 reads comes from the peer
+// unchanged, or the connection is closed. The two things it writes itself: a plaintext listener answers a TLS ClientHello
 // with the 10-byte ZMTP signature before closing, so the TLS side learns
 // at once that it reached a plaintext port; a TLS listener answers a
 // plaintext ZMTP greeting with a TLS alert record before closing, so the

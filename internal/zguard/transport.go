@@ -46,14 +46,14 @@ func (t guardTransport) Dial(ctx context.Context, dialer transport.Dialer, addr 
 		return nil, err
 	}
 	if cfg.TLS == nil {
-		return newConn(raw, nil, false, cfg, nil, start), nil
+		return cfg.dialed(newConn(raw, nil, false, cfg, nil, start)), nil
 	}
 	tc := tls.Client(raw, cfg.TLS.client)
 	if err := handshakeTLS(dctx, tc, raw, start.Add(cfg.HandshakeTimeout)); err != nil {
 		_ = raw.Close()
 		return nil, &net.OpError{Op: "dial", Net: Scheme, Addr: raw.RemoteAddr(), Err: err}
 	}
-	return newConn(raw, tc, true, cfg, nil, start), nil
+	return cfg.dialed(newConn(raw, tc, true, cfg, nil, start)), nil
 }
 
 func (t guardTransport) Listen(ctx context.Context, addr string) (net.Listener, error) {
@@ -65,3 +65,11 @@ func (t guardTransport) Listen(ctx context.Context, addr string) (net.Listener, 
 }
 
 func (t guardTransport) Addr(ep string) (string, error) { return t.tcp.Addr(ep) }
+
+// dialed records c in the Config's Outbound, if any, and returns it.
+func (cfg Config) dialed(c *conn) *conn {
+	if cfg.Outbound != nil {
+		cfg.Outbound.set(c)
+	}
+	return c
+}

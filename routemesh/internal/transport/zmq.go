@@ -113,7 +113,9 @@ func (t *ZMQ) Dial(ctx context.Context, endpoint, identity string) (Conn, error)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	d := zmq4.NewDealer(zguard.WithConfig(t.ctx, t.cfg.Guard), zmq4.WithID(zmq4.SocketIdentity(identity)),
+	g := t.cfg.Guard
+	g.Outbound = &zguard.Outbound{}
+	d := zmq4.NewDealer(zguard.WithConfig(t.ctx, g), zmq4.WithID(zmq4.SocketIdentity(identity)),
 		zmq4.WithDialerMaxRetries(0), zmq4.WithDialerTimeout(t.cfg.DialTimeout))
 	if err := d.Dial(ep); err != nil {
 		_ = d.Close()
@@ -122,7 +124,7 @@ func (t *ZMQ) Dial(ctx context.Context, endpoint, identity string) (Conn, error)
 		}
 		return nil, err
 	}
-	return &zmqConn{s: d}, nil
+	return &zmqConn{s: d, out: g.Outbound}, nil
 }
 
 type zmqListener struct {
@@ -149,8 +151,17 @@ func (l *zmqListener) Recv() ([]byte, []byte, error) {
 	return msg.Frames[0], msg.Frames[1], nil
 }
 
+// Send writes to identity's connection directly (zguard.Inbound.Send), not
+// through the ROUTER: a peer that stops reading holds up only the writes
+// to it, and no goroutine is started per send. An identity with no live
+// connection is dropped silently, as the interface says (its pipe learns
+// of the close from Events.OnClosed).
 func (l *zmqListener) Send(identity, frame []byte) error {
-	return l.s.Send(zmq4.NewMsgFrom(identity, frame))
+	err := l.inbound.Send(identity, frame)
+	if errors.Is(err, zguard.ErrNotConnected) {
+		return nil
+	}
+	return err
 }
 
 func (l *zmqListener) Close() error {
@@ -160,10 +171,13 @@ func (l *zmqListener) Close() error {
 
 type zmqConn struct {
 	s      zmq4.Socket
+	out    *zguard.Outbound
 	closed atomic.Bool
 }
 
-func (c *zmqConn) Send(frame []byte) error { return c.s.Send(zmq4.NewMsg(frame)) }
+// Send writes to the dialed connection directly (zguard.Outbound.Send), not
+// through the DEALER, which starts a goroutine per send.
+func (c *zmqConn) Send(frame []byte) error { return c.out.Send(frame) }
 
 func (c *zmqConn) Recv() ([]byte, error) {
 	msg, err := c.s.Recv()
