@@ -55,6 +55,7 @@ var faultScenarios = []faultScenario{
 	{"kill9-spots", "an Object Server process hosting Spots killed with SIGKILL under load (Redis): its Spots re-homed", runKill9Spots},
 	{"redis-down", "the Location Store killed under load, started again empty", runRedisDown},
 	{"cluster-master-kill", "the Redis Cluster master holding the mesh's descriptors, with a replica, killed under load (automatic topology)", runClusterMasterKill},
+	{"cluster-master-kill-spots", "the Redis Cluster master holding the records of some Spots under load, with a replica, killed: those Spots fenced and claimed again under a higher epoch", runClusterMasterKillSpots},
 	{"slow-consumer", "a handler far slower than its arrivals: ErrBusy, and another channel unaffected", runSlowConsumer},
 	{"storm", "1 MiB payloads against a 4 MiB byte budget", runStorm},
 	{"stop-reading", "a Client that stops reading its socket; the Server's other Clients unaffected", runStopReading},
