@@ -44,6 +44,10 @@ type conn struct {
 	wp   frameParser
 	werr error
 
+	// direct: after the handshake the owner reads messages itself
+	// (readMessage) and zmq4's reader is parked until the conn closes.
+	direct bool
+
 	handshakeDone atomic.Bool // the peer's READY has been read
 	tlsUp         atomic.Bool // the TLS handshake succeeded (or there is no TLS)
 	adopted       atomic.Bool // zmq4 read again after the READY
@@ -105,6 +109,12 @@ func (c *conn) handshakeExpired() {
 func (c *conn) Read(b []byte) (int, error) {
 	if !c.adopted.Load() && c.handshakeDone.Load() {
 		c.adopt()
+	}
+	if c.direct && c.handshakeDone.Load() {
+		// zmq4 reads exact frame lengths, so it never took a byte past the
+		// READY: everything after it is the owner's (readMessage).
+		<-c.closedCh
+		return 0, opError("read", c, net.ErrClosed)
 	}
 	c.rmu.Lock()
 	defer c.rmu.Unlock()

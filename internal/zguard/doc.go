@@ -35,7 +35,10 @@
 // own goroutine to one peer's guarded connection, under that connection's
 // write lock and deadline. zmq4 starts a goroutine per send and, on a
 // ROUTER, holds one socket-wide lock for the whole write; with direct
-// sends a peer that stops reading holds up only the writes to it.
+// sends a peer that stops reading holds up only the writes to it. On a
+// dialed connection the owner reads directly too (Outbound.Recv): zmq4's
+// reader is parked after the handshake instead of handing each message
+// over through a goroutine and a channel.
 //
 // # Use
 //
@@ -73,8 +76,8 @@
 // consumes ZMTP frames, and sends none of its own: every byte zmq4 or a
 // direct send writes reaches the peer unchanged (inside TLS when
 // configured), a direct send never starts inside a message zmq4 is
-// writing (ErrMidMessage), and every byte zmq4 reads comes from the peer
-// unchanged, or the connection is closed. The two things it writes itself: a plaintext listener answers a TLS ClientHello
+// writing (ErrMidMessage), and every byte zmq4 or a direct read reads
+// comes from the peer unchanged, or the connection is closed. The two things it writes itself: a plaintext listener answers a TLS ClientHello
 // with the 10-byte ZMTP signature before closing, so the TLS side learns
 // at once that it reached a plaintext port; a TLS listener answers a
 // plaintext ZMTP greeting with a TLS alert record before closing, so the

@@ -66,9 +66,11 @@ func (t guardTransport) Listen(ctx context.Context, addr string) (net.Listener, 
 
 func (t guardTransport) Addr(ep string) (string, error) { return t.tcp.Addr(ep) }
 
-// dialed records c in the Config's Outbound, if any, and returns it.
+// dialed records c in the Config's Outbound, if any (its owner then
+// sends and reads on c directly), and returns it.
 func (cfg Config) dialed(c *conn) *conn {
 	if cfg.Outbound != nil {
+		c.direct = true
 		cfg.Outbound.set(c)
 	}
 	return c

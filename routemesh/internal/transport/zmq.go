@@ -176,21 +176,24 @@ type zmqConn struct {
 }
 
 // Send writes to the dialed connection directly (zguard.Outbound.Send), not
-// through the DEALER, which starts a goroutine per send.
+// through the DEALER, which starts a goroutine per send. The DEALER itself
+// only dials and runs the ZMTP handshake.
 func (c *zmqConn) Send(frame []byte) error { return c.out.Send(frame) }
 
+// Recv reads the dialed connection directly (zguard.Outbound.Recv) on the
+// pipe's reader goroutine: no zmq4 reader goroutine and channel in between.
 func (c *zmqConn) Recv() ([]byte, error) {
-	msg, err := c.s.Recv()
+	frame, err := c.out.Recv()
 	if err != nil {
 		if c.closed.Load() {
 			return nil, fmt.Errorf("%w: %w", ErrClosed, err)
 		}
+		if errors.Is(err, zguard.ErrMultipart) {
+			return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
+		}
 		return nil, err
 	}
-	if len(msg.Frames) != 1 {
-		return nil, fmt.Errorf("%w: %d frames from a DEALER peer", ErrMalformed, len(msg.Frames))
-	}
-	return msg.Frames[0], nil
+	return frame, nil
 }
 
 func (c *zmqConn) Close() error {

@@ -4,15 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"testing"
 	"time"
 
 	"github.com/go-zeromq/zmq4"
 )
 
-// Direct sends reach the peer as ordinary ZMTP messages in both
-// directions, short and long frames alike, and a send with no connection
-// says so.
+// Direct sends and reads carry ordinary ZMTP messages in both directions,
+// short and long frames alike, and a send with no connection says so.
 func TestDirectSendBothDirections(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Inbound = &Inbound{}
@@ -50,18 +51,27 @@ func TestDirectSendBothDirections(t *testing.T) {
 			if err := cfg.Inbound.Send([]byte("D"), body); err != nil {
 				return err
 			}
-			msg, err := d.Recv()
+			got, err := out.Recv()
 			if err != nil {
 				return err
 			}
-			if len(msg.Frames) != 1 || string(msg.Frames[0]) != string(body) {
-				return fmt.Errorf("dealer got %d frames, %d bytes", len(msg.Frames), len(msg.Frames[0]))
+			if string(got) != string(body) {
+				return fmt.Errorf("dealer got %d bytes", len(got))
 			}
 			return nil
 		})
 	}
 	// zmq4's own sends still work beside direct ones.
-	exchange(t, router, d, "D")
+	within(t, "zmq4 router → direct read", func() error {
+		if err := router.Send(zmq4.NewMsgFrom([]byte("D"), []byte("from zmq4"))); err != nil {
+			return err
+		}
+		got, err := out.Recv()
+		if err == nil && string(got) != "from zmq4" {
+			err = fmt.Errorf("got %q", got)
+		}
+		return err
+	})
 	if err := cfg.Inbound.Send([]byte("nobody"), []byte("x")); !errors.Is(err, ErrNotConnected) {
 		t.Fatalf("send to an unknown identity = %v, want ErrNotConnected", err)
 	}
@@ -200,4 +210,99 @@ func liveConn(t *testing.T, in *Inbound, identity string) *conn {
 	}
 	t.Fatalf("no live conn for %q", identity)
 	return nil
+}
+
+// A direct read skips ZMTP commands, reports a multipart message as
+// ErrMultipart and goes on with the next one, refuses a frame over the
+// limit before allocating it, and reports the peer's close as io.EOF.
+func TestDirectReadEdges(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			accepted <- c
+		}
+	}()
+	out := &Outbound{}
+	cfg := DefaultConfig()
+	cfg.Outbound = out
+	cfg.MaxFrame = 1 << 10
+	d := zmq4.NewDealer(WithConfig(context.Background(), cfg), zmq4.WithID(zmq4.SocketIdentity("D")),
+		zmq4.WithDialerMaxRetries(0), zmq4.WithLogger(discardLogger()))
+	defer d.Close()
+	dialed := make(chan error, 1)
+	Register()
+	go func() { dialed <- d.Dial(Scheme + "://" + ln.Addr().String()) }()
+	var srv net.Conn
+	select {
+	case srv = <-accepted:
+	case <-time.After(waitDeadline):
+		t.Fatal("no connection")
+	}
+	defer srv.Close()
+	peer := &rawPeer{srv}
+	// The server side of the handshake, by hand.
+	_ = srv.SetDeadline(time.Now().Add(waitDeadline))
+	peer.write(t, greetingBytes())
+	peer.write(t, frameBytes(flagCommand, readyBody(prop("Socket-Type", "ROUTER"))))
+	g := make([]byte, greetingLen)
+	if _, err := io.ReadFull(srv, g); err != nil {
+		t.Fatal(err)
+	}
+	peer.readFrame(t) // the dealer's READY
+	if err := <-dialed; err != nil {
+		t.Fatal(err)
+	}
+	var stream []byte
+	stream = append(stream, frameBytes(flagCommand, []byte("\x04PING"))...)
+	stream = append(stream, frameBytes(0, []byte("one"))...)
+	stream = append(stream, frameBytes(flagMore, []byte("a"))...)
+	stream = append(stream, frameBytes(0, []byte("b"))...)
+	stream = append(stream, frameBytes(0, []byte("two"))...)
+	peer.write(t, stream)
+	for _, want := range []string{"one", "", "two"} {
+		got, err := out.Recv()
+		switch {
+		case want == "" && !errors.Is(err, ErrMultipart):
+			t.Fatalf("multipart message: %q, %v; want ErrMultipart", got, err)
+		case want != "" && (err != nil || string(got) != want):
+			t.Fatalf("Recv = %q, %v; want %q", got, err, want)
+		}
+	}
+	peer.write(t, frameBytes(0, make([]byte, 2<<10)))
+	if _, err := out.Recv(); !errors.Is(err, ErrFrameTooLarge) {
+		t.Fatalf("an oversized frame: %v, want ErrFrameTooLarge", err)
+	}
+	peer.waitClosed(t)
+}
+
+// The peer closing the connection ends a direct read with io.EOF.
+func TestDirectReadPeerClosed(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Inbound = &Inbound{}
+	router, addr := newRouter(t, cfg)
+	out := &Outbound{}
+	dcfg := DefaultConfig()
+	dcfg.Outbound = out
+	d := newDealer(t, dcfg, "D", addr)
+	defer d.Close()
+	within(t, "hello", func() error {
+		if err := out.Send([]byte("hi")); err != nil {
+			return err
+		}
+		_, err := router.Recv()
+		return err
+	})
+	_ = router.Close()
+	within(t, "Recv after the peer closed", func() error {
+		if _, err := out.Recv(); !errors.Is(err, io.EOF) {
+			return fmt.Errorf("Recv = %v, want io.EOF", err)
+		}
+		return nil
+	})
 }

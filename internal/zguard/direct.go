@@ -3,6 +3,7 @@ package zguard
 import (
 	"encoding/binary"
 	"errors"
+	"io"
 	"net"
 	"sync"
 )
@@ -16,9 +17,13 @@ var (
 	// message zmq4 is writing (a PONG it answers to a peer's PING, say).
 	// The connection is closed: its byte stream can no longer be trusted.
 	ErrMidMessage = errors.New("zlink: zmtp connection in the middle of a message")
+	// ErrMultipart: a direct read met a message of more than one frame
+	// (this transport's peers send one frame per message). The message is
+	// skipped; the connection stays usable.
+	ErrMultipart = errors.New("zlink: multipart zmtp message")
 )
 
-// Direct sends. zmq4 sends every message through a new goroutine and, on a
+// Direct sends and reads. zmq4 sends every message through a new goroutine and, on a
 // ROUTER, under one socket-wide mutex held for the whole write: one peer
 // that stops reading blocks the sends to every other peer until its write
 // deadline fails it. A direct send writes one whole ZMTP message on the
@@ -33,6 +38,14 @@ var (
 // (ErrMidMessage) instead of interleaving with it. Use direct sends only
 // after the handshake: on a listener's connection once a message came from
 // its identity, on a dialed one once zmq4's Dial returned.
+//
+// On a dialed connection (Outbound) the owner reads too: zmq4's reader
+// would take each message on a goroutine of its own and hand it over
+// through a channel, one more wake-up per message before the owner's
+// reader has it. Once the handshake is over, zmq4's reader is parked in
+// Read until the connection closes, and Outbound.Recv reads each message
+// straight from the guarded connection on the caller's goroutine, under
+// the same frame-size limit.
 
 // writeMessage writes frame as one whole ZMTP message (a single data frame
 // without MORE) and flushes it.
@@ -108,4 +121,66 @@ func (o *Outbound) Send(frame []byte) error {
 		return &net.OpError{Op: "write", Net: Scheme, Err: ErrNotConnected}
 	}
 	return c.writeMessage(frame)
+}
+
+// Recv reads the next message from the dialed connection on the caller's
+// goroutine (one goroutine at a time). A message of several frames is
+// skipped and reported as ErrMultipart (the connection stays usable); ZMTP
+// commands are skipped. Any other error ends the connection: io.EOF when
+// the peer closed it, a guard's error (ErrFrameTooLarge) when it broke a
+// limit, or a net error.
+func (o *Outbound) Recv() ([]byte, error) {
+	o.mu.Lock()
+	c := o.c
+	o.mu.Unlock()
+	if c == nil {
+		return nil, &net.OpError{Op: "read", Net: Scheme, Err: ErrNotConnected}
+	}
+	return c.readMessage()
+}
+
+// readMessage reads the next whole single-frame data message. Each frame
+// header is checked against the limit before its body is allocated.
+func (c *conn) readMessage() ([]byte, error) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if c.rerr != nil {
+		return nil, c.rerr
+	}
+	multipart := false
+	for {
+		if err := c.checkHeader(); err != nil {
+			return nil, err
+		}
+		h, _ := c.br.Peek(1) // checkHeader peeked the whole header
+		hl := headerLen(h[0])
+		h, _ = c.br.Peek(hl)
+		flags := h[0]
+		var size uint64
+		if hl == 2 {
+			size = uint64(h[1])
+		} else {
+			size = binary.BigEndian.Uint64(h[1:])
+		}
+		_, _ = c.br.Discard(hl)
+		if flags&flagCommand != 0 || multipart || flags&flagMore != 0 {
+			// Not ours: skip the body without keeping it.
+			if _, err := c.br.Discard(int(size)); err != nil {
+				return nil, c.failRead(err, false)
+			}
+			if flags&flagCommand != 0 {
+				continue
+			}
+			multipart = flags&flagMore != 0
+			if multipart {
+				continue
+			}
+			return nil, ErrMultipart // its last frame
+		}
+		body := make([]byte, size)
+		if _, err := io.ReadFull(c.br, body); err != nil {
+			return nil, c.failRead(err, false)
+		}
+		return body, nil
+	}
 }
