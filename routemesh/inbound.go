@@ -152,7 +152,7 @@ func (n *Node) completeAt(from string, e *wire.Envelope, at int64) {
 // readRouter reads every inbound pipe of the listener (the ROUTER).
 func (n *Node) readRouter() {
 	for {
-		idb, frame, err := n.ln.Recv()
+		id, frame, err := n.ln.Recv()
 		if err != nil {
 			if errors.Is(err, transport.ErrMalformed) {
 				n.cnt.protocolErrors.Add(1)
@@ -163,7 +163,6 @@ func (n *Node) readRouter() {
 			}
 			continue
 		}
-		id := string(idb)
 		if v, ok := n.inbnd.Load(id); ok {
 			n.onFrame(v.(*pipe), frame)
 			continue

@@ -113,6 +113,9 @@ func (c *conn) Read(b []byte) (int, error) {
 	if c.direct && c.handshakeDone.Load() {
 		// zmq4 reads exact frame lengths, so it never took a byte past the
 		// READY: everything after it is the owner's (readMessage).
+		if c.ln != nil {
+			return 0, c.pumpInbound() // on zmq4's reader goroutine, until the end
+		}
 		<-c.closedCh
 		return 0, opError("read", c, net.ErrClosed)
 	}

@@ -184,3 +184,45 @@ func (c *conn) readMessage() ([]byte, error) {
 		return body, nil
 	}
 }
+
+// Received is one message read directly from an inbound connection.
+type Received struct {
+	Identity string // the connection's identity (from its READY)
+	Frame    []byte // the message's one frame; nil with Err
+	Err      error  // ErrMultipart: a message of several frames, skipped
+}
+
+// ReadDirect turns on direct reads for the listeners made with the Config
+// holding in, before they listen: after its handshake, each connection's
+// messages are read by the goroutine zmq4 started to read it, without
+// zmq4's per-message allocations and re-queueing, and queued on Messages
+// (at most queue of them; a full queue holds up the connection's reads, as
+// zmq4's own queue does).
+func (in *Inbound) ReadDirect(queue int) { in.msgs = make(chan Received, queue) }
+
+// Messages is where direct reads deliver (nil without ReadDirect). A
+// connection's messages arrive in order.
+func (in *Inbound) Messages() <-chan Received { return in.msgs }
+
+// pumpInbound reads c's messages into its Inbound's queue until c ends,
+// and returns the error that ended it.
+func (c *conn) pumpInbound() error {
+	c.mu.Lock()
+	id := c.identity
+	c.mu.Unlock()
+	msgs := c.cfg.Inbound.msgs
+	for {
+		frame, err := c.readMessage()
+		if err != nil && !errors.Is(err, ErrMultipart) {
+			return err
+		}
+		if !c.spoke.Load() {
+			c.spoke.Store(true) // the first message: it is not silent
+		}
+		select {
+		case msgs <- Received{Identity: id, Frame: frame, Err: err}:
+		case <-c.closedCh:
+			return opError("read", c, net.ErrClosed)
+		}
+	}
+}

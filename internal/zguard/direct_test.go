@@ -306,3 +306,58 @@ func TestDirectReadPeerClosed(t *testing.T) {
 		return nil
 	})
 }
+
+// With ReadDirect the listener's connections are read directly: messages
+// arrive on Messages with their identity, in order, a multipart one as
+// ErrMultipart; a peer that spoke is not refused as silent; a silent one
+// still is.
+func TestDirectReadInbound(t *testing.T) {
+	rec := newRecorder()
+	cfg := rec.install(DefaultConfig())
+	cfg.Inbound = &Inbound{}
+	cfg.Inbound.ReadDirect(4)
+	cfg.SpeakFirst = true
+	cfg.HandshakeTimeout = 300 * time.Millisecond
+	router, addr := newRouter(t, cfg)
+	defer router.Close()
+
+	p := dialRaw(t, addr)
+	p.handshake(t, "P")
+	p.write(t, cat(frameBytes(0, []byte("one")), frameBytes(flagMore, []byte("a")), frameBytes(0, []byte("b")),
+		frameBytes(flagCommand, []byte("\x04PING")), frameBytes(0, make([]byte, 300))))
+	for i, want := range []string{"one", "", "long"} {
+		var m Received
+		select {
+		case m = <-cfg.Inbound.Messages():
+		case <-time.After(waitDeadline):
+			t.Fatalf("message %d: none", i)
+		}
+		switch {
+		case m.Identity != "P":
+			t.Fatalf("message %d from %q, want P", i, m.Identity)
+		case want == "" && !errors.Is(m.Err, ErrMultipart):
+			t.Fatalf("multipart message: %+v, want ErrMultipart", m)
+		case want == "one" && (m.Err != nil || string(m.Frame) != "one"):
+			t.Fatalf("message %d: %+v", i, m)
+		case want == "long" && (m.Err != nil || len(m.Frame) != 300):
+			t.Fatalf("message %d: %d bytes, %v", i, len(m.Frame), m.Err)
+		}
+	}
+	silent := dialRaw(t, addr)
+	silent.handshake(t, "S")
+	rec.waitRejected(t, ErrSilent)
+	silent.waitClosed(t)
+	if !p.stillOpen() {
+		t.Fatal("the peer that spoke was closed")
+	}
+	within(t, "a direct send back", func() error {
+		if err := cfg.Inbound.Send([]byte("P"), []byte("back")); err != nil {
+			return err
+		}
+		_ = p.SetReadDeadline(time.Now().Add(waitDeadline))
+		if got := p.readFrame(t); string(got) != "back" {
+			return fmt.Errorf("got %q", got)
+		}
+		return nil
+	})
+}

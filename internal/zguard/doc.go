@@ -35,10 +35,12 @@
 // own goroutine to one peer's guarded connection, under that connection's
 // write lock and deadline. zmq4 starts a goroutine per send and, on a
 // ROUTER, holds one socket-wide lock for the whole write; with direct
-// sends a peer that stops reading holds up only the writes to it. On a
-// dialed connection the owner reads directly too (Outbound.Recv): zmq4's
-// reader is parked after the handshake instead of handing each message
-// over through a goroutine and a channel.
+// sends a peer that stops reading holds up only the writes to it. Reads
+// are direct too: on a dialed connection the owner reads it
+// (Outbound.Recv) while zmq4's reader is parked after the handshake; on a
+// listener's connections (Inbound.ReadDirect) the goroutine zmq4 started
+// to read each one reads its messages into one queue (Inbound.Messages),
+// without zmq4's per-message allocations and re-queueing.
 //
 // # Use
 //

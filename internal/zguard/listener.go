@@ -80,6 +80,7 @@ func (l *listener) acceptLoop() {
 			tc = tls.Server(raw, l.cfg.TLS.server)
 		}
 		c := newConn(raw, tc, false, l.cfg, l, time.Now())
+		c.direct = l.cfg.Inbound != nil && l.cfg.Inbound.msgs != nil
 		if err := l.admit(c); err != nil {
 			c.reject(err)
 			continue
@@ -229,6 +230,10 @@ func (l *listener) forget(c *conn, identity string) {
 type Inbound struct {
 	mu sync.Mutex
 	ls []*listener
+
+	// msgs, when made (ReadDirect), carries every message read directly
+	// from the listeners' connections.
+	msgs chan Received
 }
 
 func (in *Inbound) add(l *listener) {

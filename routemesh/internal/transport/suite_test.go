@@ -118,7 +118,7 @@ func TestTransport_Suite(t *testing.T) {
 			}
 			copy(buf, "XXXXX")
 			id, f, err := ln.Recv()
-			if err != nil || string(id) != "pipe-1" || string(f) != "hello" {
+			if err != nil || id != "pipe-1" || string(f) != "hello" {
 				t.Fatalf("listener Recv = %q %q %v", id, f, err)
 			}
 			// Listener → the pipe by identity; an unknown one is dropped.
@@ -145,7 +145,7 @@ func TestTransport_Suite(t *testing.T) {
 			if err := c2.Send([]byte("hi")); err != nil {
 				t.Fatal(err)
 			}
-			if id, _, err := ln.Recv(); err != nil || string(id) != "pipe-2" {
+			if id, _, err := ln.Recv(); err != nil || id != "pipe-2" {
 				t.Fatalf("listener Recv = %q %v", id, err)
 			}
 			recvErr := make(chan error, 1)

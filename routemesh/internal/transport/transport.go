@@ -40,11 +40,11 @@ type Listener interface {
 	// Addr is the bound address (a *net.TCPAddr for both implementations).
 	Addr() net.Addr
 	// Recv blocks until a frame arrives and returns the sender's identity
-	// and the frame. Both slices belong to the caller. A message that is
+	// and the frame. The frame belongs to the caller. A message that is
 	// not exactly (identity, frame) returns an error wrapping ErrMalformed;
 	// the listener stays usable. After Close it returns an error wrapping
 	// ErrClosed.
-	Recv() (identity, frame []byte, err error)
+	Recv() (identity string, frame []byte, err error)
 	// Send queues frame for the pipe with identity and returns once the
 	// transport no longer needs frame (the caller may reuse it). A send to
 	// an unknown or closed identity is dropped silently (nil). It may block

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -76,6 +77,7 @@ func (t *ZMQ) Listen(endpoint string, ev Events) (Listener, error) {
 	// A router's dialers always speak first (a Hello): one that says
 	// nothing after its READY is refused, and the owner can close one.
 	g.SpeakFirst, g.Inbound = true, &zguard.Inbound{}
+	g.Inbound.ReadDirect(inboundQueue)
 	if on := ev.OnClosed; on != nil {
 		g.OnConnClosed = func(ce zguard.ConnEvent) {
 			// A connection refused for claiming a live identity is not the
@@ -101,7 +103,7 @@ func (t *ZMQ) Listen(endpoint string, ev Events) (Listener, error) {
 		_ = r.Close()
 		return nil, err
 	}
-	return &zmqListener{s: r, inbound: g.Inbound}, nil
+	return &zmqListener{s: r, inbound: g.Inbound, done: make(chan struct{})}, nil
 }
 
 // Dial connects a DEALER with identity to endpoint.
@@ -127,28 +129,35 @@ func (t *ZMQ) Dial(ctx context.Context, endpoint, identity string) (Conn, error)
 	return &zmqConn{s: d, out: g.Outbound}, nil
 }
 
+// inboundQueue is how many messages read from inbound connections wait for
+// the listener's reader (as many as zmq4's own ROUTER queue and then some);
+// past it each connection's reads wait.
+const inboundQueue = 16
+
 type zmqListener struct {
 	s       zmq4.Socket
 	inbound *zguard.Inbound
 	closed  atomic.Bool
+	done    chan struct{}
+	once    sync.Once
 }
 
 func (l *zmqListener) Disconnect(identity string) { l.inbound.Disconnect(identity) }
 
 func (l *zmqListener) Addr() net.Addr { return l.s.Addr() }
 
-func (l *zmqListener) Recv() ([]byte, []byte, error) {
-	msg, err := l.s.Recv()
-	if err != nil {
-		if l.closed.Load() {
-			return nil, nil, fmt.Errorf("%w: %w", ErrClosed, err)
+// Recv takes the next message the inbound connections' readers read
+// directly (zguard.Inbound.ReadDirect), not zmq4's ROUTER queue.
+func (l *zmqListener) Recv() (string, []byte, error) {
+	select {
+	case m := <-l.inbound.Messages():
+		if m.Err != nil {
+			return "", nil, fmt.Errorf("%w: %w", ErrMalformed, m.Err)
 		}
-		return nil, nil, err
+		return m.Identity, m.Frame, nil
+	case <-l.done:
+		return "", nil, fmt.Errorf("%w: listener closed", ErrClosed)
 	}
-	if len(msg.Frames) != 2 {
-		return nil, nil, fmt.Errorf("%w: %d frames from a ROUTER peer", ErrMalformed, len(msg.Frames))
-	}
-	return msg.Frames[0], msg.Frames[1], nil
 }
 
 // Send writes to identity's connection directly (zguard.Inbound.Send), not
@@ -166,6 +175,7 @@ func (l *zmqListener) Send(identity, frame []byte) error {
 
 func (l *zmqListener) Close() error {
 	l.closed.Store(true)
+	l.once.Do(func() { close(l.done) })
 	return l.s.Close()
 }
 

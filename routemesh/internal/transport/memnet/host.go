@@ -174,12 +174,12 @@ func (l *listener) connsFrom(host string) []*conn {
 
 func (l *listener) Addr() net.Addr { return l.addr }
 
-func (l *listener) Recv() ([]byte, []byte, error) {
+func (l *listener) Recv() (string, []byte, error) {
 	it, err := l.in.pop()
 	if err != nil {
-		return nil, nil, err
+		return "", nil, err
 	}
-	return it.id, it.frame, nil
+	return string(it.id), it.frame, nil
 }
 
 func (l *listener) Send(identity, frame []byte) error {

@@ -44,7 +44,7 @@ func recvL(t *testing.T, ln transport.Listener) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(id) + ":" + string(f)
+	return id + ":" + string(f)
 }
 
 func TestRoundTripCopiesAndAddressesByIdentity(t *testing.T) {
