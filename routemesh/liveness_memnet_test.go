@@ -125,7 +125,10 @@ func TestPartitionMem_PeerLostAtOnceThenHeal(t *testing.T) {
 			last = ends[i]
 		}
 	}
-	if spread := last.Sub(first); spread > live.LastHeard {
+	// Their deadlines are 30 s away, so ending within a couple of seconds
+	// of each other can only be the loss of the connection; the slack is
+	// for waking eight goroutines on a loaded machine under -race.
+	if spread := last.Sub(first); spread > 2*time.Second {
 		t.Fatalf("pending calls ended %v apart: they must all end when the connection is lost", spread)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
