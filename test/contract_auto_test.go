@@ -430,7 +430,11 @@ func TestAuto_ManualNodeReachableWhateverItsRID(t *testing.T) {
 // refused, naming the RID and the holder.
 func TestRID_LiveHolderRefusesASecondNode(t *testing.T) {
 	store := memStore(t)
-	disc := routemesh.DiscoveryConfig{DescriptorTTL: 300 * time.Millisecond, Poll: 50 * time.Millisecond}
+	// The second start waits 1.5 TTLs for the holder's lease to lapse; the
+	// holder renews every TTL/3. A TTL of 1 s leaves it two renewals of
+	// slack on a loaded machine: with 300 ms, one renewal late by 200 ms
+	// let the lease lapse and the second node start.
+	disc := routemesh.DiscoveryConfig{DescriptorTTL: time.Second, Poll: 50 * time.Millisecond}
 	start := func() (*zlink.Host, error) {
 		o := zlink.NewOptions().SetLocationStore(store).SetLogger(testLogger(t))
 		o.AddRouteMesh(autoMesh).SetRoutingID("dup").ConfigureLiveness(fastLiveness).ConfigureDiscovery(disc)
