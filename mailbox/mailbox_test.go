@@ -154,9 +154,9 @@ func TestPanic_UnwrapsErrorValue(t *testing.T) {
 }
 
 // counter is an actor that records every unique id it sees and checks the
-// budgets from inside the handler. Its first message waits for gate, so a
-// test can keep the actor from draining its mailbox until it has seen a
-// refusal.
+// budgets from inside the handler. Each message first waits for gate
+// (closed once: only the first waits long), so a test can keep the actor
+// from draining its mailbox until a producer has been refused.
 type counter struct {
 	gate     <-chan struct{}
 	q        *Quota

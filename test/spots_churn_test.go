@@ -12,9 +12,9 @@ import (
 )
 
 // TestSpots_IdleChurnKeepsAnswering: Spots with a short idle timeout under
-// a stream of calls that rests on half of them at a time deactivate and
-// reactivate over and over, and calls
-// often arrive while a Spot is deactivating (they wait and reactivate it).
+// a stream of calls that rests half of them at a time deactivate and
+// reactivate over and over, and calls often arrive while a Spot is
+// deactivating (they wait and reactivate it).
 // Every call is answered, every activation has its own epoch, and a
 // graceful Stop afterwards ends promptly and releases every record.
 func TestSpots_IdleChurnKeepsAnswering(t *testing.T) {
