@@ -36,12 +36,14 @@ func TestSpots_IdleChurnKeepsAnswering(t *testing.T) {
 	var calls, failed int
 	lastEpoch := map[string]uint64{}
 	var wg sync.WaitGroup
-	// The calls alternate between the two halves of the Spots every rest
-	// (5 idle timeouts): each half rests a while, deactivates, and is
-	// called again. Calls spread over all the Spots at once would leave
-	// none idle for 20 ms on a machine fast enough to call each of them
-	// more often than that.
-	const rest = 100 * time.Millisecond
+	// The calls alternate between the two halves of the Spots every rest:
+	// each half rests, deactivates, and is called again. Idle Spots are
+	// swept on the Spot clock (every 100 ms with spotsFast), so a rest of
+	// 150 ms holds a sweep that finds the resting half idle for its 20 ms.
+	// Calls spread over all the Spots at once would leave none idle for
+	// 20 ms on a machine fast enough to call each of them more often than
+	// that.
+	const rest = 150 * time.Millisecond
 	begin := time.Now()
 	end := begin.Add(churn)
 	for range workers {
