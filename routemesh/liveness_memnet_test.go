@@ -89,7 +89,10 @@ func TestLivenessMem_LastHeardAloneDetectsOneWayLoss(t *testing.T) {
 // the heal the dialer reconnects on its own and calls succeed again.
 func TestPartitionMem_PeerLostAtOnceThenHeal(t *testing.T) {
 	nw := memnet.New(3)
-	live := LivenessConfig{Interval: 20 * time.Millisecond, MaxGap: 4, LastHeard: 300 * time.Millisecond}
+	// A 300 ms gap: the 80 ms of 20 ms × 4 is a stall a loaded machine can
+	// produce before the partition, and a connection lost then would end
+	// the calls before they all run on b.
+	live := LivenessConfig{Interval: 50 * time.Millisecond, MaxGap: 6, LastHeard: 600 * time.Millisecond}
 	a, b := pairMem(t, nw, live)
 	pipeBefore := a.linkTo("b").p.id
 
