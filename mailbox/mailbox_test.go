@@ -154,8 +154,11 @@ func TestPanic_UnwrapsErrorValue(t *testing.T) {
 }
 
 // counter is an actor that records every unique id it sees and checks the
-// budgets from inside the handler.
+// budgets from inside the handler. Each message first waits for gate
+// (closed once: only the first waits long), so a test can keep the actor
+// from draining its mailbox until a producer has been refused.
 type counter struct {
+	gate     <-chan struct{}
 	q        *Quota
 	maxM     int64
 	maxB     int64
@@ -175,6 +178,7 @@ func (c *counter) Receive(ctx actor.Context) {
 	if !ok {
 		return
 	}
+	<-c.gate
 	st := c.q.Stats()
 	if st.Depth > c.maxM || st.Bytes > c.maxB || st.Bytes < m.size {
 		c.violated.Store(true)
@@ -194,7 +198,16 @@ func TestMailbox_ConcurrentProducersRespectBudgets(t *testing.T) {
 	)
 	sys := actor.NewActorSystem()
 	q := NewQuota(maxM, maxB)
-	c := &counter{q: q, maxM: maxM, maxB: maxB, mu: &sync.Mutex{}, seen: map[int]int{},
+	// The actor holds its first message until a producer has been refused
+	// (or a generous deadline passes, and the final check fails): without
+	// it the refusals depend on producers outpacing the actor, which a
+	// machine with many cores need not do.
+	gate := make(chan struct{})
+	var gateOnce sync.Once
+	openGate := func() { gateOnce.Do(func() { close(gate) }) }
+	gateTimer := time.AfterFunc(10*time.Second, openGate)
+	defer gateTimer.Stop()
+	c := &counter{gate: gate, q: q, maxM: maxM, maxB: maxB, mu: &sync.Mutex{}, seen: map[int]int{},
 		violated: &atomic.Bool{}, total: &atomic.Int64{}}
 	pid, err := sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return c },
 		actor.WithMailbox(Producer(q))), "counter")
@@ -221,6 +234,7 @@ func TestMailbox_ConcurrentProducersRespectBudgets(t *testing.T) {
 						errs <- err
 						return
 					}
+					openGate()
 					// The refusal names a budget that really was spent.
 					switch fe.Budget {
 					case BudgetMessages:

@@ -20,10 +20,13 @@ func TestCallTable_QueueInOrderAndOutOfOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	ps := make([]*pending, calls)
 	timeouts := make([]time.Duration, calls)
+	// The timeouts outlast registering and ending the early calls (tens of
+	// milliseconds, more on a loaded machine under -race): an early call
+	// that expired first would make complete report a false failure.
 	for i := range ps {
-		timeouts[i] = 300 * time.Millisecond
+		timeouts[i] = 2 * time.Second
 		if i%50 == 49 {
-			timeouts[i] = 100 * time.Millisecond // due before the queued ones
+			timeouts[i] = time.Second // due before the queued ones
 		}
 		ps[i] = tab.addTimed(uint64(i+1), "pipe", "rid", tab.now(), timeouts[i])
 	}

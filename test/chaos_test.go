@@ -310,7 +310,8 @@ func TestChaos_PastTheIntensityTheNodeFailsVisibly(t *testing.T) {
 	if _, err := s.Call(ctxT(t, 5*time.Second), "echo", "echo", nil); !errors.Is(err, routemesh.ErrNodeFailed) {
 		t.Fatalf("channel call on a failed node = %v, want ErrNodeFailed", err)
 	}
-	if d := time.Since(start); d > time.Second {
+	// Well under the calls' 5 s deadlines, with slack for a loaded machine.
+	if d := time.Since(start); d > 3*time.Second {
 		t.Fatalf("calls on a failed node took %v; they must end at once", d)
 	}
 	// Its peers see it gone.

@@ -23,8 +23,13 @@ func objectClient(b *routemesh.MeshBuilder) {
 
 func TestContract_Auto_DescriptorPublishedRenewedAndDeleted(t *testing.T) {
 	_, store := redisStore(t)
+	// A 1 s lease (renewed every 333 ms): with fastDiscovery's 500 ms, a
+	// renewal loop a third of a second behind on a loaded machine let the
+	// descriptor lapse, and the check below fail.
+	disc := fastDiscovery
+	disc.DescriptorTTL = time.Second
 	o := zlink.NewOptions().SetLocationStore(store)
-	o.AddRouteMesh(autoMesh).SetRoutingIDPrefix("game").ConfigureDiscovery(fastDiscovery).
+	o.AddRouteMesh(autoMesh).SetRoutingIDPrefix("game").ConfigureDiscovery(disc).
 		SetObjectRole(routemesh.ObjectServer).Channel("match").Server().SetWeight(7)
 	o.SetLogger(testLogger(t))
 	h, err := zlink.Start(ctxT(t, 10*time.Second), o)
@@ -44,14 +49,14 @@ func TestContract_Auto_DescriptorPublishedRenewedAndDeleted(t *testing.T) {
 		d.SecurityIdentity == n.RID() || d.Protocol == 0 || d.Draining {
 		t.Fatalf("descriptor %+v", d)
 	}
-	// The lease is renewed: the descriptor outlives several TTLs.
+	// The lease is renewed: the descriptor outlives its TTL twice over.
 	started := time.Now()
-	waitFor(t, "descriptor alive after 3 TTLs", 10*time.Second, func() bool {
+	waitFor(t, "descriptor alive after 2 TTLs", 10*time.Second, func() bool {
 		_, err := descriptorOf(t, store, n.RID())
 		if err != nil {
 			t.Fatalf("descriptor lost while its owner runs: %v", err)
 		}
-		return time.Since(started) > 3*fastDiscovery.DescriptorTTL
+		return time.Since(started) > 2*disc.DescriptorTTL
 	})
 	// Revision changes republish: weight, then drain.
 	if err := n.SetWeight(ctxT(t, 5*time.Second), "match", 9); err != nil {
@@ -430,7 +435,11 @@ func TestAuto_ManualNodeReachableWhateverItsRID(t *testing.T) {
 // refused, naming the RID and the holder.
 func TestRID_LiveHolderRefusesASecondNode(t *testing.T) {
 	store := memStore(t)
-	disc := routemesh.DiscoveryConfig{DescriptorTTL: 300 * time.Millisecond, Poll: 50 * time.Millisecond}
+	// The second start waits 1.5 TTLs for the holder's lease to lapse; the
+	// holder renews every TTL/3. A TTL of 1 s leaves it two renewals of
+	// slack on a loaded machine: with 300 ms, one renewal late by 200 ms
+	// let the lease lapse and the second node start.
+	disc := routemesh.DiscoveryConfig{DescriptorTTL: time.Second, Poll: 50 * time.Millisecond}
 	start := func() (*zlink.Host, error) {
 		o := zlink.NewOptions().SetLocationStore(store).SetLogger(testLogger(t))
 		o.AddRouteMesh(autoMesh).SetRoutingID("dup").ConfigureLiveness(fastLiveness).ConfigureDiscovery(disc)

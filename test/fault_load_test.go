@@ -13,6 +13,16 @@ import (
 	"github.com/zlink-go/zlink/supervisor"
 )
 
+// overloadLiveness is the overload tests' liveness: they are about
+// admission, not loss detection. A storm of 1 MiB requests queues
+// megabytes ahead of the client's heartbeats, and the Server answers a
+// heartbeat only once it has read everything before it: under -race on a
+// loaded machine that took longer than fastLiveness' heartbeat gap
+// (5 × 50 ms), the client declared the Server lost, and the next calls
+// ended with ErrNoTarget. With this gap (10 s) and the send timeout
+// derived from it, only a Server that stopped reading would be lost.
+var overloadLiveness = routemesh.LivenessConfig{Interval: 500 * time.Millisecond, MaxGap: 20, LastHeard: 10 * time.Second}
+
 // overloadPair is a Server with a slow channel (one handler at a time,
 // small budgets) and a fast channel on the same node, and a client. Each
 // slow handler runs until work's channel yields (or is closed), or until
@@ -22,7 +32,7 @@ func overloadPair(t *testing.T, budgetMsgs, budgetBytes int64, work func() <-cha
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
 	o := zlink.NewOptions()
-	m := o.AddRouteMesh("load").SetRoutingID("srv").ConfigureLiveness(fastLiveness).
+	m := o.AddRouteMesh("load").SetRoutingID("srv").ConfigureLiveness(overloadLiveness).
 		ConfigureRouterSocket(routemesh.SocketConfig{MailboxMessageBudget: budgetMsgs, MailboxByteBudget: budgetBytes})
 	m.Channel("slow").Server().SetConcurrency(1).HandleRequest("work", func(c *routemesh.Context, p []byte) ([]byte, error) {
 		select {
@@ -35,7 +45,7 @@ func overloadPair(t *testing.T, budgetMsgs, budgetBytes int64, work func() <-cha
 	hs := startHost(t, o)
 	srv := hs.Mesh("load")
 	oc := zlink.NewOptions()
-	oc.AddRouteMesh("load").SetRoutingID("cli").ConfigureLiveness(fastLiveness).AddPeer(srv.Endpoint(), "srv").
+	oc.AddRouteMesh("load").SetRoutingID("cli").ConfigureLiveness(overloadLiveness).AddPeer(srv.Endpoint(), "srv").
 		Channel("slow").Client().Channel("fast").Client()
 	cli := startHost(t, oc).Mesh("load")
 	waitPeerState(t, cli, "srv", routemesh.PeerReady)

@@ -12,8 +12,9 @@ import (
 )
 
 // TestSpots_IdleChurnKeepsAnswering: Spots with a short idle timeout under
-// a stream of calls deactivate and reactivate over and over, and calls
-// often arrive while a Spot is deactivating (they wait and reactivate it).
+// a stream of calls that rests half of them at a time deactivate and
+// reactivate over and over, and calls often arrive while a Spot is
+// deactivating (they wait and reactivate it).
 // Every call is answered, every activation has its own epoch, and a
 // graceful Stop afterwards ends promptly and releases every record.
 func TestSpots_IdleChurnKeepsAnswering(t *testing.T) {
@@ -35,13 +36,23 @@ func TestSpots_IdleChurnKeepsAnswering(t *testing.T) {
 	var calls, failed int
 	lastEpoch := map[string]uint64{}
 	var wg sync.WaitGroup
-	end := time.Now().Add(churn)
+	// The calls alternate between the two halves of the Spots every rest:
+	// each half rests, deactivates, and is called again. Idle Spots are
+	// swept on the Spot clock (every 100 ms with spotsFast), so a rest of
+	// 150 ms holds a sweep that finds the resting half idle for its 20 ms.
+	// Calls spread over all the Spots at once would leave none idle for
+	// 20 ms on a machine fast enough to call each of them more often than
+	// that.
+	const rest = 150 * time.Millisecond
+	begin := time.Now()
+	end := begin.Add(churn)
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for time.Now().Before(end) {
-				id := fmt.Sprintf("churn-%d", rand.IntN(spots))
+				half := int(time.Since(begin)/rest) % 2
+				id := fmt.Sprintf("churn-%d", half*spots/2+rand.IntN(spots/2))
 				ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 				_, res, err := spotsAddCall(ctx, client, id, 1)
 				cancel()
