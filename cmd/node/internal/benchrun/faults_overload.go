@@ -15,14 +15,28 @@ import (
 // The overload scenarios: a slow consumer, a storm of large payloads,
 // and a Client that stops reading its socket.
 
+// overloadLiveness: the overload scenarios are about admission, not loss
+// detection. A storm of 1 MiB requests queues megabytes ahead of the
+// Client's heartbeats, and the Server answers a heartbeat only once it has
+// read everything before it, which on a loaded machine can take longer
+// than faultLiveness' gap.
+var overloadLiveness = routemesh.LivenessConfig{Interval: 500 * time.Millisecond, MaxGap: 20, LastHeard: 10 * time.Second}
+
 // overloadServer is a Server whose channel "echo" runs one handler at a
-// time that takes slow, within the given owner budgets, and whose channel
-// "fast" echoes; and a Client of both.
-func overloadServer(r *faultRig, msgs, bytes int64, slow time.Duration) (*zlink.Host, *routemesh.Node, error) {
+// time, within the given owner budgets, and whose channel "fast" echoes;
+// and a Client of both. Each handler waits until hold is closed, then
+// takes slow: holding the first one until a caller was refused fills the
+// budget however fast this machine moves the requests.
+func overloadServer(r *faultRig, msgs, bytes int64, slow time.Duration, hold <-chan struct{}) (*zlink.Host, *routemesh.Node, error) {
 	o := zlink.NewOptions()
-	m := o.AddRouteMesh(faultMesh).SetRoutingID("srv").ConfigureLiveness(faultLiveness).
+	m := o.AddRouteMesh(faultMesh).SetRoutingID("srv").ConfigureLiveness(overloadLiveness).
 		ConfigureRouterSocket(routemesh.SocketConfig{MailboxMessageBudget: msgs, MailboxByteBudget: bytes})
 	m.Channel("echo").Server().SetConcurrency(1).HandleRequest("echo", func(c *routemesh.Context, _ []byte) ([]byte, error) {
+		select {
+		case <-hold:
+		case <-c.Done():
+			return nil, nil
+		}
 		t := time.NewTimer(slow) // the handler's own work time
 		defer t.Stop()
 		select {
@@ -37,7 +51,7 @@ func overloadServer(r *faultRig, msgs, bytes int64, slow time.Duration) (*zlink.
 		return nil, nil, err
 	}
 	oc := zlink.NewOptions()
-	oc.AddRouteMesh(faultMesh).SetRoutingID("cli").ConfigureLiveness(faultLiveness).AddPeer(hs.Mesh(faultMesh).Endpoint(), "srv").
+	oc.AddRouteMesh(faultMesh).SetRoutingID("cli").ConfigureLiveness(overloadLiveness).AddPeer(hs.Mesh(faultMesh).Endpoint(), "srv").
 		Channel("echo").Client().Channel("fast").Client()
 	hc, err := r.host(oc)
 	if err != nil {
@@ -90,7 +104,11 @@ func findTreeSuffix(n supervisor.Node, suffix string) (supervisor.Node, bool) {
 // d while a sequential caller uses the fast one (which must never fail),
 // and checks the owner's mailbox against its budgets.
 func overload(ctx context.Context, r *faultRig, out *faultOutcome, msgs, bytes int64, slow time.Duration, workers int, payload []byte, d time.Duration) error {
-	hs, cli, err := overloadServer(r, msgs, bytes, slow)
+	hold := make(chan struct{})
+	var holdOnce sync.Once
+	release := func() { holdOnce.Do(func() { close(hold) }) }
+	defer release()
+	hs, cli, err := overloadServer(r, msgs, bytes, slow, hold)
 	if err != nil {
 		return err
 	}
@@ -122,6 +140,7 @@ func overload(ctx context.Context, r *faultRig, out *faultOutcome, msgs, bytes i
 		return out.load.Failed(zlink.ErrBusy) > 0
 	})
 	out.detect = time.Since(start)
+	release()
 	if err == nil {
 		err = waitUntil(ctx, "the overload's end", d+15*time.Second, func() bool { return time.Since(start) >= d })
 	}
@@ -180,10 +199,10 @@ var stopReadingLiveness = routemesh.LivenessConfig{Interval: 50 * time.Milliseco
 var otherLiveness = routemesh.LivenessConfig{Interval: 50 * time.Millisecond, MaxGap: 20, LastHeard: time.Second}
 
 func runStopReading(ctx context.Context, r *faultRig, _ bool) (out faultOutcome, err error) {
-	// The send timeout (derived from the Server's liveness: 250 ms) is
-	// below the other Clients' last-heard: while one write waits it out,
-	// the Server's writes to its other inbound peers (one router socket)
-	// wait too.
+	// The send timeout (derived from the Server's liveness: 250 ms) fails
+	// the stuck Client's connection; the Server's writes to its other
+	// inbound peers go on meanwhile (each pipe writes to its own
+	// connection).
 	o := zlink.NewOptions()
 	o.AddRouteMesh(faultMesh).SetRoutingID("s").ConfigureLiveness(faultLiveness).
 		ConfigureRouterSocket(routemesh.SocketConfig{SendHWM: 64}).
