@@ -27,11 +27,11 @@ var otherLiveness = routemesh.DefaultLivenessConfig()
 // is accounted for and the goroutines come back to their baseline.
 //
 // S runs the default liveness and send timeout, as do the other Clients.
-// S writes to every inbound peer through one router socket, so while one
-// write waits out its timeout the others wait too: the default send
-// timeout (500 ms) is derived to stay well below the silence after which
-// the others would lose S (2.5 s), and below their calls' deadlines. With a 5 s send timeout (the old default)
-// the other Clients lost S while P was stuck.
+// Each of S's pipes writes to its own connection, so the write waiting out
+// its timeout on P's holds up no other Client. (When S wrote to every
+// inbound peer through zmq4's router, under one lock, the others waited
+// too, and with a 5 s send timeout, the old default, they lost S while P
+// was stuck.)
 func TestFault_PeerThatStopsReadingSparesOtherPeers(t *testing.T) {
 	o := zlink.NewOptions()
 	o.AddRouteMesh("stall").SetRoutingID("s").
