@@ -11,18 +11,23 @@ import (
 	"github.com/zlink-go/zlink/location/locationtest"
 )
 
-// replicaTimeout is the WAIT bound of the replica tests.
-// 600 ms: a replica's ack under a loaded, race-instrumented run can take a
-// few hundred; an operation with two WAITs must still end within the
-// store's 2 s OpTimeout.
-const replicaTimeout = 600 * time.Millisecond
+// replicaTimeout is the WAIT bound of the replica tests. A replica's ack
+// under a race-instrumented run on a loaded machine has taken over 600 ms;
+// 1.2 s, and the tests' stores get replicaOpTimeout so that an operation
+// with two WAITs still ends within it.
+const (
+	replicaTimeout   = 1200 * time.Millisecond
+	replicaOpTimeout = 4 * time.Second
+)
 
 // unconfirmedBound bounds how long a write to a master whose replica is
 // gone may take to fail: WAIT's timeout plus generous slack for a loaded
 // machine.
 const unconfirmedBound = replicaTimeout + 3*time.Second
 
-func withReplicaTimeout(cfg *location.RedisConfig) { cfg.ReplicaTimeout = replicaTimeout }
+func withReplicaTimeout(cfg *location.RedisConfig) {
+	cfg.ReplicaTimeout, cfg.OpTimeout = replicaTimeout, replicaOpTimeout
+}
 
 func ownedBy(sp location.Ownership, rid string, gen, epoch uint64) location.Ownership {
 	sp.OwnerRID, sp.OwnerGeneration, sp.Epoch = rid, gen, epoch
