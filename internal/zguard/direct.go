@@ -8,25 +8,10 @@ import (
 	"sync"
 )
 
-var (
-	// ErrNotConnected: a direct send found no live connection (the identity
-	// is not connected to any listener of the Inbound, or the Outbound's
-	// dial has not succeeded or its connection is gone).
-	ErrNotConnected = errors.New("zlink: no live zmtp connection")
-	// ErrMidMessage: a direct send found the connection in the middle of a
-	// message zmq4 is writing (a PONG it answers to a peer's PING, say).
-	// The connection is closed: its byte stream can no longer be trusted.
-	ErrMidMessage = errors.New("zlink: zmtp connection in the middle of a message")
-	// ErrMultipart: a direct read met a message of more than one frame
-	// (this transport's peers send one frame per message). The message is
-	// skipped; the connection stays usable.
-	ErrMultipart = errors.New("zlink: multipart zmtp message")
-)
-
-// Direct sends and reads. zmq4 sends every message through a new goroutine and, on a
-// ROUTER, under one socket-wide mutex held for the whole write: one peer
-// that stops reading blocks the sends to every other peer until its write
-// deadline fails it. A direct send writes one whole ZMTP message on the
+// Direct sends and reads. zmq4 sends every message through a new
+// goroutine and, on a ROUTER, under one socket-wide mutex held for the
+// whole write: one peer that stops reading blocks the sends to every other
+// peer until its write deadline fails it. A direct send writes one whole ZMTP message on the
 // caller's goroutine straight to the guarded connection of one peer, under
 // that connection's own write lock and deadline: a stuck peer holds up only
 // the goroutine writing to it, and no goroutine is started per send.

@@ -216,18 +216,7 @@ func liveConn(t *testing.T, in *Inbound, identity string) *conn {
 // ErrMultipart and goes on with the next one, refuses a frame over the
 // limit before allocating it, and reports the peer's close as io.EOF.
 func TestDirectReadEdges(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err == nil {
-			accepted <- c
-		}
-	}()
+	addr, accepted := plainListener(t)
 	out := &Outbound{}
 	cfg := DefaultConfig()
 	cfg.Outbound = out
@@ -237,11 +226,13 @@ func TestDirectReadEdges(t *testing.T) {
 	defer d.Close()
 	dialed := make(chan error, 1)
 	Register()
-	go func() { dialed <- d.Dial(Scheme + "://" + ln.Addr().String()) }()
+	go func() { dialed <- d.Dial(Scheme + "://" + addr) }()
 	var srv net.Conn
 	select {
 	case srv = <-accepted:
 	case <-time.After(waitDeadline):
+	}
+	if srv == nil {
 		t.Fatal("no connection")
 	}
 	defer srv.Close()

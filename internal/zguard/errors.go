@@ -40,6 +40,18 @@ var (
 	ErrBadEndpoint = errors.New("zlink: endpoint is not tcp://")
 	// ErrInvalidConfig: a Config field is out of range.
 	ErrInvalidConfig = errors.New("zlink: invalid zguard config")
+	// ErrNotConnected: a direct send found no live connection (the identity
+	// is not connected to any listener of the Inbound, or the Outbound's
+	// dial has not succeeded or its connection is gone).
+	ErrNotConnected = errors.New("zlink: no live zmtp connection")
+	// ErrMidMessage: a direct send found the connection in the middle of a
+	// message zmq4 is writing (a PONG it answers to a peer's PING, say).
+	// The connection is closed: its byte stream can no longer be trusted.
+	ErrMidMessage = errors.New("zlink: zmtp connection in the middle of a message")
+	// ErrMultipart: a direct read met a message of more than one frame
+	// (this transport's peers send one frame per message). The message is
+	// skipped; the connection stays usable.
+	ErrMultipart = errors.New("zlink: multipart zmtp message")
 )
 
 // FrameTooLargeError is the reason a connection was closed for announcing a

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
@@ -108,19 +107,7 @@ func TestHandshakeTimeout(t *testing.T) {
 
 // A dial to a listener that never greets fails at the handshake deadline.
 func TestDialHandshakeTimeout(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err == nil {
-			accepted <- c
-		}
-		close(accepted)
-	}()
+	addr, accepted := plainListener(t)
 	rec := newRecorder()
 	cfg := rec.install(DefaultConfig())
 	cfg.HandshakeTimeout = 200 * time.Millisecond
@@ -128,7 +115,7 @@ func TestDialHandshakeTimeout(t *testing.T) {
 	d := zmq4.NewDealer(WithConfig(context.Background(), cfg), zmq4.WithDialerMaxRetries(0), zmq4.WithLogger(discardLogger()))
 	defer d.Close()
 	within(t, "dial to mute listener", func() error {
-		if err := d.Dial(Scheme + "://" + ln.Addr().String()); err == nil {
+		if err := d.Dial(Scheme + "://" + addr); err == nil {
 			return errors.New("dial succeeded")
 		}
 		return nil

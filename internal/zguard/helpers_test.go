@@ -234,3 +234,25 @@ func (p *rawPeer) stillOpen() bool {
 }
 
 func discardLogger() *log.Logger { return log.New(io.Discard, "", 0) }
+
+// plainListener listens on a free loopback port with plain TCP (no guard)
+// and hands over the first connection it accepts; the channel is closed
+// after it (or at once when Accept fails). The listener closes at the end
+// of t.
+func plainListener(t *testing.T) (addr string, accepted <-chan net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	ch := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			ch <- c
+		}
+		close(ch)
+	}()
+	return ln.Addr().String(), ch
+}
