@@ -68,16 +68,23 @@ func clusterStore(r *faultRig, c *locationtest.RedisCluster) (location.Store, er
 	return s, nil
 }
 
+// faultClusterWithReplica starts a Redis Cluster and a replica of the
+// master serving the mesh's descriptors (meshMaster).
+func faultClusterWithReplica(r *faultRig) (c *locationtest.RedisCluster, m, replica *locationtest.RedisServer, err error) {
+	if c, err = faultCluster(r); err != nil {
+		return nil, nil, nil, err
+	}
+	if m, err = meshMaster(c); err != nil {
+		return nil, nil, nil, err
+	}
+	if replica, err = c.LaunchReplica(m); err != nil {
+		return nil, nil, nil, err
+	}
+	return c, m, replica, nil
+}
+
 func runClusterMasterKill(ctx context.Context, r *faultRig, _ bool) (out faultOutcome, err error) {
-	c, err := faultCluster(r)
-	if err != nil {
-		return out, err
-	}
-	m, err := meshMaster(c)
-	if err != nil {
-		return out, err
-	}
-	replica, err := c.LaunchReplica(m)
+	c, m, replica, err := faultClusterWithReplica(r)
 	if err != nil {
 		return out, err
 	}

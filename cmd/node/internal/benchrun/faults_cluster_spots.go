@@ -3,11 +3,9 @@ package benchrun
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"time"
 
-	zlink "github.com/zlink-go/zlink"
 	"github.com/zlink-go/zlink/location/locationtest"
 	"github.com/zlink-go/zlink/routemesh"
 	"github.com/zlink-go/zlink/spot"
@@ -63,15 +61,7 @@ func (s *spotsTrack) maxEpoch(id string) uint64 {
 }
 
 func runClusterMasterKillSpots(ctx context.Context, r *faultRig, _ bool) (out faultOutcome, err error) {
-	c, err := faultCluster(r)
-	if err != nil {
-		return out, err
-	}
-	m, err := meshMaster(c)
-	if err != nil {
-		return out, err
-	}
-	replica, err := c.LaunchReplica(m)
+	c, m, replica, err := faultClusterWithReplica(r)
 	if err != nil {
 		return out, err
 	}
@@ -80,15 +70,7 @@ func runClusterMasterKillSpots(ctx context.Context, r *faultRig, _ bool) (out fa
 		if err != nil {
 			return nil, err
 		}
-		o := zlink.NewOptions().SetLocationStore(store)
-		b := o.AddRouteMesh(faultMesh).SetRoutingIDPrefix(prefix).ConfigureLiveness(faultLiveness).
-			ConfigureDiscovery(faultDiscovery).SetObjectRole(role)
-		spot.EnableWith(b, faultClusterSpotsConfig, kinds...)
-		h, err := r.host(o)
-		if err != nil {
-			return nil, err
-		}
-		return h.Mesh(faultMesh), nil
+		return faultSpotsNode(r, store, faultClusterSpotsConfig, prefix, role, kinds...)
 	}
 	a, err := spotsNode("osA", routemesh.ObjectServer, spotsBenchKind())
 	if err != nil {
@@ -109,22 +91,10 @@ func runClusterMasterKillSpots(ctx context.Context, r *faultRig, _ bool) (out fa
 	}); err != nil {
 		return out, err
 	}
-	ids := make([]string, faultClusterSpots)
-	for i := range ids {
-		ids[i] = fmt.Sprintf("ck-%d", i)
-	}
-	tr := &spotsTrack{last: map[string]string{}, epochs: map[string]map[uint64]string{}, rehomed: map[string]time.Duration{}}
-	payload := make([]byte, spotsPayloadSize)
+	ids := spotIDs("ck", faultClusterSpots)
+	tr := newSpotsTrack()
 	out.base, out.heap = baseline()
-	out.load = startFaultCalls(8, 3*time.Second, func(ctx context.Context) (string, error) {
-		id := ids[rand.IntN(len(ids))]
-		issued := time.Now()
-		_, res, err := spot.CallRaw(ctx, cl, spotsKind, id, spotsPacket, payload)
-		if err == nil {
-			tr.record(id, issued, res)
-		}
-		return res.Owner, err
-	})
+	out.load = startSpotsFaultLoad(cl, ids, tr)
 	if err := waitUntil(ctx, "every Spot answered", 20*time.Second, func() bool {
 		_, n := tr.ownedBy("")
 		return n == len(ids)

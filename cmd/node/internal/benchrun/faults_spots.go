@@ -9,8 +9,10 @@ import (
 	"time"
 
 	zlink "github.com/zlink-go/zlink"
+	"github.com/zlink-go/zlink/location"
 	"github.com/zlink-go/zlink/routemesh"
 	"github.com/zlink-go/zlink/spot"
+	"github.com/zlink-go/zlink/test/fault"
 )
 
 // faultSpotsConfig: a killed owner's Spots are claimable about a second
@@ -61,6 +63,48 @@ func (s *spotsTrack) ownedBy(rid string) (ids []string, answered int) {
 	return ids, len(s.last)
 }
 
+func newSpotsTrack() *spotsTrack {
+	return &spotsTrack{last: map[string]string{}, epochs: map[string]map[uint64]string{}, rehomed: map[string]time.Duration{}}
+}
+
+// faultSpotsNode starts a node of the fault mesh with the Spot runtime
+// (cfg) and the given Object role and kinds, on store.
+func faultSpotsNode(r *faultRig, store location.Store, cfg spot.Config, prefix string, role routemesh.ObjectRole, kinds ...spot.Registration) (*routemesh.Node, error) {
+	o := zlink.NewOptions().SetLocationStore(store)
+	b := o.AddRouteMesh(faultMesh).SetRoutingIDPrefix(prefix).ConfigureLiveness(faultLiveness).
+		ConfigureDiscovery(faultDiscovery).SetObjectRole(role)
+	spot.EnableWith(b, cfg, kinds...)
+	h, err := r.host(o)
+	if err != nil {
+		return nil, err
+	}
+	return h.Mesh(faultMesh), nil
+}
+
+// spotIDs names n Spots prefix-0 … prefix-(n-1).
+func spotIDs(prefix string, n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%s-%d", prefix, i)
+	}
+	return ids
+}
+
+// startSpotsFaultLoad calls random Spots of ids from cl on 8 workers (3 s
+// per call), every reply recorded in tr.
+func startSpotsFaultLoad(cl *routemesh.Node, ids []string, tr *spotsTrack) *fault.Ledger {
+	payload := make([]byte, spotsPayloadSize)
+	return startFaultCalls(8, 3*time.Second, func(ctx context.Context) (string, error) {
+		id := ids[rand.IntN(len(ids))]
+		issued := time.Now()
+		_, res, err := spot.CallRaw(ctx, cl, spotsKind, id, spotsPacket, payload)
+		if err == nil {
+			tr.record(id, issued, res)
+		}
+		return res.Owner, err
+	})
+}
+
 func runKill9Spots(ctx context.Context, r *faultRig, _ bool) (out faultOutcome, err error) {
 	srv, err := faultRedis(r)
 	if err != nil {
@@ -71,15 +115,7 @@ func runKill9Spots(ctx context.Context, r *faultRig, _ bool) (out faultOutcome, 
 		return out, err
 	}
 	spotsNode := func(prefix string, role routemesh.ObjectRole, kinds ...spot.Registration) (*routemesh.Node, error) {
-		o := zlink.NewOptions().SetLocationStore(store)
-		b := o.AddRouteMesh(faultMesh).SetRoutingIDPrefix(prefix).ConfigureLiveness(faultLiveness).
-			ConfigureDiscovery(faultDiscovery).SetObjectRole(role)
-		spot.EnableWith(b, faultSpotsConfig, kinds...)
-		h, err := r.host(o)
-		if err != nil {
-			return nil, err
-		}
-		return h.Mesh(faultMesh), nil
+		return faultSpotsNode(r, store, faultSpotsConfig, prefix, role, kinds...)
 	}
 	child, err := startFaultChild(r, "ZLINK_FAULTS_REDIS="+srv.Addr(), "ZLINK_FAULTS_PREFIX=osK", "ZLINK_FAULTS_SPOTS=1")
 	if err != nil {
@@ -100,22 +136,10 @@ func runKill9Spots(ctx context.Context, r *faultRig, _ bool) (out faultOutcome, 
 	}); err != nil {
 		return out, err
 	}
-	ids := make([]string, 64)
-	for i := range ids {
-		ids[i] = fmt.Sprintf("fk-%d", i)
-	}
-	tr := &spotsTrack{last: map[string]string{}, epochs: map[string]map[uint64]string{}, rehomed: map[string]time.Duration{}}
-	payload := make([]byte, spotsPayloadSize)
+	ids := spotIDs("fk", 64)
+	tr := newSpotsTrack()
 	out.base, out.heap = baseline()
-	out.load = startFaultCalls(8, 3*time.Second, func(ctx context.Context) (string, error) {
-		id := ids[rand.IntN(len(ids))]
-		issued := time.Now()
-		_, res, err := spot.CallRaw(ctx, cl, spotsKind, id, spotsPacket, payload)
-		if err == nil {
-			tr.record(id, issued, res)
-		}
-		return res.Owner, err
-	})
+	out.load = startSpotsFaultLoad(cl, ids, tr)
 	var victims []string
 	if err := waitUntil(ctx, "every Spot answered, some by the child", 15*time.Second, func() bool {
 		var n int
