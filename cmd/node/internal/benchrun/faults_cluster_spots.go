@@ -84,11 +84,7 @@ func runClusterMasterKillSpots(ctx context.Context, r *faultRig, _ bool) (out fa
 	if err != nil {
 		return out, err
 	}
-	if err := waitUntil(ctx, "the client knowing both Object Servers", 15*time.Second, func() bool {
-		ra, _ := cl.PeerReady(a.RID())
-		rb, _ := cl.PeerReady(b.RID())
-		return ra && rb
-	}); err != nil {
+	if err := waitPeersReady(ctx, "the client knowing both Object Servers", cl, a.RID(), b.RID()); err != nil {
 		return out, err
 	}
 	ids := spotIDs("ck", faultClusterSpots)

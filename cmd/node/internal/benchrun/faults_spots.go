@@ -81,6 +81,18 @@ func faultSpotsNode(r *faultRig, store location.Store, cfg spot.Config, prefix s
 	return h.Mesh(faultMesh), nil
 }
 
+// waitPeersReady waits until cl holds a ready connection to every rid.
+func waitPeersReady(ctx context.Context, what string, cl *routemesh.Node, rids ...string) error {
+	return waitUntil(ctx, what, 15*time.Second, func() bool {
+		for _, rid := range rids {
+			if ready, _ := cl.PeerReady(rid); !ready {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // spotIDs names n Spots prefix-0 … prefix-(n-1).
 func spotIDs(prefix string, n int) []string {
 	ids := make([]string, n)
@@ -129,11 +141,7 @@ func runKill9Spots(ctx context.Context, r *faultRig, _ bool) (out faultOutcome, 
 	if err != nil {
 		return out, err
 	}
-	if err := waitUntil(ctx, "the client placing Spots on both Object Servers", 15*time.Second, func() bool {
-		ra, _ := cl.PeerReady(a.RID())
-		rk, _ := cl.PeerReady(child.rid)
-		return ra && rk
-	}); err != nil {
+	if err := waitPeersReady(ctx, "the client placing Spots on both Object Servers", cl, a.RID(), child.rid); err != nil {
 		return out, err
 	}
 	ids := spotIDs("fk", 64)
