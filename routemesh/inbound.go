@@ -58,6 +58,7 @@ func (n *Node) deliverAt(from *link, e *wire.Envelope, at time.Time) error {
 	if err == nil {
 		return nil
 	}
+	n.traceRefused(from, e, err)
 	if from.p != nil && e.Kind == wire.KindRequest {
 		_ = from.p.w.control(outItem{env: wire.ErrorEnvelope(e.Corr, err)})
 	}

@@ -130,6 +130,7 @@ func (o *ownerActor) handleSend(m *inbound) {
 	h := o.sends[m.env.Packet]
 	if h == nil {
 		o.n.cnt.protocolErrors.Add(1)
+		o.n.traceRefused(m.from, &m.env, fmt.Errorf("%w: %q", wire.ErrUnknownPacket, m.env.Packet))
 		return
 	}
 	hc := o.initContext(m)
@@ -144,7 +145,7 @@ func (o *ownerActor) handleSend(m *inbound) {
 func (o *ownerActor) handleRequest(m *inbound) {
 	h := o.requests[m.env.Packet]
 	if h == nil {
-		o.replyError(m, fmt.Errorf("%w: %q", wire.ErrUnknownPacket, m.env.Packet))
+		o.refuseUnknown(m)
 		return
 	}
 	hc := o.initContext(m)
@@ -170,6 +171,16 @@ func arrival(m *inbound) time.Time {
 		return at
 	}
 	return time.Now()
+}
+
+// refuseUnknown answers a request for a packet without a handler (out of
+// line: see handle).
+//
+//go:noinline
+func (o *ownerActor) refuseUnknown(m *inbound) {
+	err := fmt.Errorf("%w: %q", wire.ErrUnknownPacket, m.env.Packet)
+	o.n.traceRefused(m.from, &m.env, err)
+	o.replyError(m, err)
 }
 
 // replyError answers m with an Error envelope (out of line: see handle).

@@ -191,6 +191,22 @@ func (n *Node) startHandlerSpan(t Tracer, m *inbound, hc *Context) Span {
 	return sp
 }
 
+// traceRefused records the span of a request or send the node answered
+// without running a handler (an unknown packet or channel, a busy or
+// restarting owner), when it traces: the server side shows the refusal
+// too, as the child of the caller's span.
+func (n *Node) traceRefused(from *link, e *wire.Envelope, err error) {
+	t := n.cfg.Tracer
+	if t == nil {
+		return
+	}
+	_, sp := t.StartHandler(n.hctx, e.Trace, SpanInfo{Kind: SpanHandler, Mesh: n.cfg.Mesh,
+		Channel: e.Channel, Packet: e.Packet, Target: n.rid, From: from.rid})
+	if sp != nil {
+		endHandlerSpan(sp, err)
+	}
+}
+
 // endSpan ends a handler's span with what its caller sees.
 func endSpan(sp Span, err error) {
 	if sp != nil {

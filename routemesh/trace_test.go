@@ -200,12 +200,28 @@ func TestTrace_SpansAcrossTheWire(t *testing.T) {
 	wantSpan(t, c, SpanCall, "echo", "srv", parent.id)
 	wantSpan(t, h, SpanHandler, "echo", "srv", c.id)
 
-	// A typed error is the caller span's outcome.
+	// A typed error is the caller span's outcome; the server records the
+	// refusal as the caller span's child, though no handler ran.
 	if _, err := cli.Call(ctx, "echo", "nope", nil); !errors.Is(err, wire.ErrUnknownPacket) {
 		t.Fatalf("call = %v", err)
 	}
-	if c = cliT.next(t); !errors.Is(c.err, wire.ErrUnknownPacket) {
+	c, h = cliT.next(t), srvT.next(t)
+	if !errors.Is(c.err, wire.ErrUnknownPacket) {
 		t.Fatalf("span ended with %v", c.err)
+	}
+	wantSpan(t, h, SpanHandler, "nope", "srv", c.id)
+	if !errors.Is(h.err, wire.ErrUnknownPacket) || h.info.Channel != "echo" || h.info.From != "cli" {
+		t.Fatalf("refusal span %+v ended with %v", h.info, h.err)
+	}
+	// A one-way message for a packet without a handler: the same.
+	if err := cli.SendNode(ctx, "srv", "nope", nil); err != nil {
+		t.Fatal(err)
+	}
+	c, h = cliT.next(t), srvT.next(t)
+	wantSpan(t, c, SpanSend, "nope", "srv", 0)
+	wantSpan(t, h, SpanHandler, "nope", "srv", c.id)
+	if !errors.Is(h.err, wire.ErrUnknownPacket) {
+		t.Fatalf("refused send's span ended with %v", h.err)
 	}
 }
 
@@ -249,4 +265,78 @@ func TestTrace_OnlyToPeersThatReadIt(t *testing.T) {
 	if e.Trace == "" {
 		t.Fatal("no trace context for a peer with the capability")
 	}
+}
+
+// A request its owner refuses (a full mailbox: ErrBusy) gets a span on the
+// server too, ended with that refusal, as the caller span's child.
+func TestTrace_BusyRefusalHasAServerSpan(t *testing.T) {
+	cliT, srvT := newRecTracer(), newRecTracer()
+	release := make(chan struct{})
+	defer close(release)
+	started := make(chan struct{}, 1)
+	srv := startTraced(t, "srv", srvT, func(mb *MeshBuilder) {
+		mb.ConfigureRouterSocket(SocketConfig{MailboxMessageBudget: 1}).SetHandlerConcurrency(1)
+		mb.HandleDirectRequest("hold", func(*Context, []byte) ([]byte, error) {
+			started <- struct{}{}
+			<-release
+			return nil, nil
+		})
+	})
+	cli := startTraced(t, "cli", cliT, func(mb *MeshBuilder) { mb.AddPeer(srv.Endpoint(), "srv") })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := cli.WaitPeers(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	// One runs; of the next ten at most two are admitted (the pool's queue
+	// and the mailbox hold one each), the rest are refused.
+	running := cli.CallNodeFuture("srv", "hold", nil, 10*time.Second)
+	select {
+	case <-started:
+	case <-ctx.Done():
+		t.Fatal("the first call never ran")
+	}
+	more := make([]*Future, 10)
+	for i := range more {
+		more[i] = cli.CallNodeFuture("srv", "hold", nil, 10*time.Second)
+	}
+	busy := 0
+	for _, f := range more {
+		select {
+		case <-f.Done():
+			if _, err := f.Wait(ctx); !errors.Is(err, wire.ErrBusy) {
+				t.Fatalf("a call ended with %v, want ErrBusy (or to wait)", err)
+			}
+			busy++
+		default: // admitted: it waits behind the first
+		}
+	}
+	if busy == 0 {
+		// The refusals may still be on their way: wait for the last one.
+		if _, err := more[len(more)-1].Wait(ctx); !errors.Is(err, wire.ErrBusy) {
+			t.Fatalf("the tenth call = %v, want ErrBusy", err)
+		}
+	}
+	// The refused call's spans: find the server span that ended with
+	// ErrBusy, and the caller span it names as its parent.
+	var refused *recSpan
+	for refused == nil {
+		if sp := srvT.next(t); errors.Is(sp.err, wire.ErrBusy) {
+			refused = sp
+		}
+	}
+	wantSpan(t, refused, SpanHandler, "hold", "srv", refused.parent)
+	if refused.parent == 0 {
+		t.Fatal("the refusal's span has no parent")
+	}
+	for {
+		c := cliT.next(t)
+		if c.id == refused.parent {
+			if !errors.Is(c.err, wire.ErrBusy) {
+				t.Fatalf("caller span ended with %v", c.err)
+			}
+			break
+		}
+	}
+	_ = running
 }
