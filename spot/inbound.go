@@ -126,7 +126,11 @@ func (rt *runtime) answer(r *routemesh.Request, h *header, rep []byte) {
 			fwd := *h
 			fwd.hops = 1
 			ctx, cancel := context.WithTimeout(rt.base, time.Second)
+			// The forward continues the sender's trace: a routing span
+			// here, the forwarded send its child.
+			ctx, sp := rt.startRoute(ctx, r, h)
 			err := rt.n.SendNode(ctx, dec.owner, packetSpot, fwd.encode())
+			endTurn(sp, err)
 			cancel()
 			if err == nil {
 				return
