@@ -26,14 +26,14 @@ func pairMem(t *testing.T, nw *memnet.Network, live LivenessConfig) (a, b *memNo
 }
 
 // callLost makes a call from a to b that the network will not let finish
-// and returns its error and how long it took. Its deadline is far away, so
+// and returns how long it took and its error. Its deadline is far away, so
 // only the loss of the connection can end it early.
-func callLost(a *memNode) (error, time.Duration) {
+func callLost(a *memNode) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	start := time.Now()
 	_, err := a.CallNode(ctx, "b", "echo", []byte("lost"))
-	return err, time.Since(start)
+	return time.Since(start), err
 }
 
 // Symmetric loss: nothing crosses in either direction. The last-heard
@@ -46,7 +46,7 @@ func TestLivenessMem_GapCounterAloneDetectsSymmetricLoss(t *testing.T) {
 	a, b := pairMem(t, nw, live)
 
 	nw.Partition("a", "b")
-	err, took := callLost(a)
+	took, err := callLost(a)
 	if !errors.Is(err, wire.ErrPeerLost) || !strings.Contains(err.Error(), "gap exceeded") {
 		t.Fatalf("call across the partition = %v, want ErrPeerLost by the gap counter", err)
 	}
@@ -71,7 +71,7 @@ func TestLivenessMem_LastHeardAloneDetectsOneWayLoss(t *testing.T) {
 	a, b := pairMem(t, nw, live)
 
 	nw.Cut("b", "a")
-	err, took := callLost(a) // the request reaches b; its reply is dropped
+	took, err := callLost(a) // the request reaches b; its reply is dropped
 	if !errors.Is(err, wire.ErrPeerLost) || !strings.Contains(err.Error(), "silent") {
 		t.Fatalf("call with its reply cut = %v, want ErrPeerLost by last-heard", err)
 	}

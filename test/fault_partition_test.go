@@ -33,7 +33,6 @@ func startLedgerPayload(t *testing.T, n *routemesh.Node, workers int, payload []
 
 func (l *ledger) mark()                { l.Mark() }
 func (l *ledger) since(rid string) int { return l.Since(rid) }
-func (l *ledger) end()                 { l.Stop() }
 
 // check ends the run and reconciles the accounts.
 func (l *ledger) check(t *testing.T) {

@@ -20,7 +20,7 @@ func TestHexAndNonce(t *testing.T) {
 	if a, b := Hex(6), Hex(6); len(a) != 12 || a == b {
 		t.Fatalf("Hex: %q %q", a, b)
 	}
-	if Nonce() == Nonce() {
+	if a, b := Nonce(), Nonce(); a == b {
 		t.Fatal("two nonces are equal")
 	}
 }
