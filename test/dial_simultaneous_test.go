@@ -139,13 +139,13 @@ func simultaneousPair(t *testing.T, echoB routemesh.RequestHandler) (a, b *route
 	}()
 	gA, gB := newGate(t, release), newGate(t, release)
 	oa := zlink.NewOptions()
-	oa.AddRouteMesh("game").SetRoutingID("a").ConfigureLiveness(fastLiveness).
+	oa.AddRouteMesh("game").SetRoutingID("a").ConfigureLiveness(steadyLiveness).
 		AddPeer(gB.endpoint(), "b").HandleDirectRequest("echo", echo)
 	if echoB == nil {
 		echoB = echo
 	}
 	ob := zlink.NewOptions()
-	ob.AddRouteMesh("game").SetRoutingID("b").ConfigureLiveness(fastLiveness).
+	ob.AddRouteMesh("game").SetRoutingID("b").ConfigureLiveness(steadyLiveness).
 		AddPeer(gA.endpoint(), "a").HandleDirectRequest("echo", echoB)
 	hosts := make([]*zlink.Host, 2)
 	errs := make([]error, 2)

@@ -61,12 +61,12 @@ func TestDirect_RequestBothWays(t *testing.T) {
 // it are unaffected.
 func TestDirect_OversizedReplyIsRefusedNotSent(t *testing.T) {
 	ob := zlink.NewOptions()
-	ob.AddRouteMesh("game").SetRoutingID("b").ConfigureLiveness(fastLiveness).
+	ob.AddRouteMesh("game").SetRoutingID("b").ConfigureLiveness(steadyLiveness).
 		HandleDirectRequest("big", func(*routemesh.Context, []byte) ([]byte, error) { return make([]byte, 1<<20), nil }).
 		HandleDirectRequest("echo", echo)
 	b := startHost(t, ob).Mesh("game")
 	oa := zlink.NewOptions()
-	oa.AddRouteMesh("game").SetRoutingID("a").ConfigureLiveness(fastLiveness).
+	oa.AddRouteMesh("game").SetRoutingID("a").ConfigureLiveness(steadyLiveness).
 		ConfigureRouterSocket(routemesh.SocketConfig{MailboxByteBudget: 64 << 10}).AddPeer(b.Endpoint(), "b")
 	a := startHost(t, oa).Mesh("game")
 	waitPeerState(t, a, "b", routemesh.PeerReady)

@@ -55,6 +55,12 @@ func testLogger(t *testing.T) zerolog.Logger {
 // fastLiveness makes peer loss visible in well under a second.
 var fastLiveness = routemesh.LivenessConfig{Interval: 50 * time.Millisecond, MaxGap: 5, LastHeard: 400 * time.Millisecond}
 
+// steadyLiveness is for tests that assert no connection is ever lost for
+// another reason than silence (peers_lost == 0 after a dial race, an
+// oversized reply): heartbeats as often, but a silence limit of a second,
+// so that a loaded machine's stall cannot end a connection on its own.
+var steadyLiveness = routemesh.LivenessConfig{Interval: 50 * time.Millisecond, MaxGap: 20, LastHeard: time.Second}
+
 // startHost starts one process-like host and stops it at cleanup.
 func startHost(t *testing.T, o *zlink.Options) *zlink.Host {
 	t.Helper()

@@ -75,8 +75,9 @@ func TestHandlerContext_GivesOwnRIDAndCaller(t *testing.T) {
 func TestPeers_GoodbyeCountsAsDepartedNotLost(t *testing.T) {
 	// Fast heartbeats: frames are in flight both ways when a node stops.
 	// The goodbye must still arrive (a closing node drains what its peer
-	// still sends instead of resetting the connection).
-	quiet := fastLiveness
+	// still sends instead of resetting the connection). A steady silence
+	// limit: only a lost goodbye, not a stall, may count as a loss.
+	quiet := steadyLiveness
 	o := zlink.NewOptions()
 	o.AddRouteMesh("game").SetRoutingID("srv").ConfigureLiveness(quiet).Channel("match").Server()
 	srv := startHost(t, o).Mesh("game")
