@@ -130,7 +130,9 @@ func (o *ownerActor) handleSend(m *inbound) {
 	h := o.sends[m.env.Packet]
 	if h == nil {
 		o.n.cnt.protocolErrors.Add(1)
-		o.n.traceRefused(m.from, &m.env, fmt.Errorf("%w: %q", wire.ErrUnknownPacket, m.env.Packet))
+		if o.n.cfg.Tracer != nil {
+			o.n.traceRefused(m.from, &m.env, fmt.Errorf("%w: %q", wire.ErrUnknownPacket, m.env.Packet))
+		}
 		return
 	}
 	hc := o.initContext(m)

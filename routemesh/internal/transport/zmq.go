@@ -137,8 +137,7 @@ const inboundQueue = 16
 type zmqListener struct {
 	s       zmq4.Socket
 	inbound *zguard.Inbound
-	closed  atomic.Bool
-	done    chan struct{}
+	done    chan struct{} // closed by Close: Recv returns ErrClosed
 	once    sync.Once
 }
 
@@ -174,7 +173,6 @@ func (l *zmqListener) Send(identity, frame []byte) error {
 }
 
 func (l *zmqListener) Close() error {
-	l.closed.Store(true)
 	l.once.Do(func() { close(l.done) })
 	return l.s.Close()
 }
