@@ -49,12 +49,17 @@ func TestLiveness_DefaultsVisibleInPublicConfig(t *testing.T) {
 func TestLiveness_SlowHandlerNeverDelaysHeartbeats(t *testing.T) {
 	// b runs one handler at a time per owner; its Node-direct handler and
 	// its channel handler both block for several LastHeard periods.
+	// Heartbeats every 50 ms, a silence limit of a second: a loaded
+	// machine's stall cannot fail the test, heartbeats stuck behind the
+	// handlers would (they are held for three limits).
 	direct, channel := newBlockGate(), newBlockGate()
 	_, b := startDirectNode(t, "game", "b", func(m *routemesh.MeshBuilder) {
-		m.SetHandlerConcurrency(1).HandleDirectRequest("slow", direct.request).
+		m.ConfigureLiveness(steadyLiveness).SetHandlerConcurrency(1).HandleDirectRequest("slow", direct.request).
 			Channel("match").Server().SetConcurrency(1).HandleRequest("slow", channel.request)
 	})
-	_, a := startDirectNode(t, "game", "a", func(m *routemesh.MeshBuilder) { m.Channel("match").Client() }, b)
+	_, a := startDirectNode(t, "game", "a", func(m *routemesh.MeshBuilder) {
+		m.ConfigureLiveness(steadyLiveness).Channel("match").Client()
+	}, b)
 	direct.closeAtCleanup(t)
 	channel.closeAtCleanup(t)
 	pipeA, _ := status(t, a).Peer("b")
@@ -72,9 +77,9 @@ func TestLiveness_SlowHandlerNeverDelaysHeartbeats(t *testing.T) {
 	direct.waitEntered(t)
 	channel.waitEntered(t)
 
-	// Three LastHeard periods (24 heartbeat intervals) with both of b's
+	// Three LastHeard periods (60 heartbeat intervals) with both of b's
 	// owners stuck: neither side may lose the other or change connection.
-	window := 3 * fastLiveness.LastHeard
+	window := 3 * steadyLiveness.LastHeard
 	holdsFor(t, "both sides Ready on the same pipe, no peer lost", window, func() bool {
 		sa, sb := status(t, a), status(t, b)
 		pa, _ := sa.Peer("b")
