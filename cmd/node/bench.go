@@ -74,7 +74,7 @@ func newBenchCompareCmd() *cobra.Command {
 	f.DurationVar(&o.Lockstep, "lockstep", 0, "length of one lockstep run (default 1s, quick 150ms)")
 	f.DurationVar(&o.Pipelined, "pipelined", 0, "length of one pipelined run (default 1.5s, quick 250ms)")
 	f.StringSliceVar(&scenarios, "scenarios", nil, "only these scenarios: 64B-lockstep, 64B-pipelined, 16KiB-lockstep, 16KiB-pipelined")
-	f.StringSliceVar(&impls, "impls", nil, "only these baselines beside zlink: protoactor, zmq4, tcp")
+	f.StringSliceVar(&impls, "impls", nil, "only these beside zlink: protoactor, zmq4, tcp, zlink-tls (ZLink over TLS: what TLS costs)")
 	f.BoolVar(&noExtras, "no-extras", false, "skip the multicast and failover parts")
 	f.BoolVar(&noProbe, "no-default-limits-probe", false, "skip the Proto.Actor run with gRPC's default message limit")
 	f.StringVar(&o.JSONPath, "json", "", "write the results to this JSON file")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -28,6 +29,7 @@ type cmpImpl struct {
 type cmpDialOpts struct {
 	defaultLimits bool      // protoactor: gRPC's default message limits
 	log           io.Writer // where the client library logs (warnings)
+	tlsDir        string    // zlink-tls: the directory of cmpWriteTLSFiles
 }
 
 // cmpClient runs one measurement at a time. next is called before every
@@ -44,7 +46,7 @@ var cmpImpls = map[string]cmpImpl{}
 
 // cmpImplOrder is the order of the implementations in a round and in the
 // report; ZLink first (every ratio is against it).
-var cmpImplOrder = []string{"zlink", "protoactor", "zmq4", "tcp"}
+var cmpImplOrder = []string{"zlink", "protoactor", "zmq4", "tcp", "zlink-tls"}
 
 var errCmpClosed = errors.New("benchrun: compare: client closed")
 
@@ -141,6 +143,7 @@ type cmpRunner struct {
 	clients map[string]cmpClient
 	libLog  *cmpTailBuffer
 	res     *CompareResult
+	tlsDir  string // the mesh's TLS files when zlink-tls runs
 }
 
 // RunCompare runs the comparison, prints its lines to w and returns the
@@ -166,6 +169,17 @@ func RunCompare(ctx context.Context, w io.Writer, o CompareOptions) (*CompareRes
 		libLog: &cmpTailBuffer{max: 16 << 10}}
 	r.res = cmpNewResult(o, impls)
 	defer r.closeAll()
+	if slices.Contains(impls, "zlink-tls") {
+		dir, err := os.MkdirTemp("", "zlink-compare-tls-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		if err := cmpWriteTLSFiles(dir); err != nil {
+			return nil, err
+		}
+		r.tlsDir = dir
+	}
 	fmt.Fprintf(w, "compare setup: %s; rounds=%d lockstep=%v pipelined=%v window=%d; order per round alternates (A B C D, then D C B A)\n",
 		r.res.Machine.String(), o.Rounds, o.Lockstep, o.Pipelined, cmpWindow)
 	for _, name := range impls {
@@ -242,6 +256,9 @@ func cmpPickScenarios(want []string) ([]cmpScenario, error) {
 
 // start starts an implementation's server process and dials it.
 func (r *cmpRunner) start(ctx context.Context, name string, extra ...string) error {
+	if name == "zlink-tls" {
+		extra = append(extra, "--tls-dir", r.tlsDir)
+	}
 	p, err := cmpStartServer(ctx, r.o.launcher, name, extra...)
 	if err != nil {
 		return err
@@ -255,7 +272,7 @@ func (r *cmpRunner) redial(ctx context.Context, name string) error {
 		c.close()
 		delete(r.clients, name)
 	}
-	c, err := cmpImpls[name].dial(ctx, r.servers[name].endpoint, cmpDialOpts{log: r.libLog})
+	c, err := cmpImpls[name].dial(ctx, r.servers[name].endpoint, cmpDialOpts{log: r.libLog, tlsDir: r.tlsDir})
 	if err != nil {
 		return err
 	}

@@ -126,7 +126,7 @@ func (r *cmpRunner) startZlinkServers(ctx context.Context, n int) ([]*cmpServerP
 		procs = append(procs, p)
 		eps[rid] = p.endpoint
 	}
-	c, err := cmpDialZlink(ctx, cmpClientRID, eps)
+	c, err := cmpDialZlink(ctx, cmpClientRID, eps, nil)
 	if err != nil {
 		for _, q := range procs {
 			q.stop()

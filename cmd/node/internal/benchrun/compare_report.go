@@ -148,6 +148,17 @@ func CompareMarkdown(r *CompareResult, imgRel, source string) string {
 		}
 		p("\n")
 		for _, im := range sc.Impls {
+			if im.Impl != "zlink-tls" {
+				continue
+			}
+			c := cmpTLSCost(im)
+			p("TLS costs (ZLink TLS ÷ ZLink, round by round): rate %s", cmpMdStat(c.Rate, "%.2f×"))
+			if lock {
+				p(", p50 %s, p99 %s", cmpMdStat(c.P50, "%.2f×"), cmpMdStat(c.P99, "%.2f×"))
+			}
+			p(", CPU per round trip %s.\n\n", cmpMdStat(c.CPU, "%.2f×"))
+		}
+		for _, im := range sc.Impls {
 			for _, e := range im.Errors {
 				p("- %s failed: %s\n", cmpImplLabel(r, im.Impl), cmpMdEscape(e))
 			}

@@ -38,6 +38,14 @@ func cmpWriteScenarioSummary(w io.Writer, s CmpScenario) {
 			line += fmt.Sprintf("  FAILED runs=%d", im.Failed)
 		}
 		fmt.Fprintln(w, line)
+		if im.Impl == "zlink-tls" {
+			c := cmpTLSCost(im)
+			line = fmt.Sprintf("compare tls-cost scenario=%s TLS ÷ plain: rate %s", s.Name, c.Rate.format("%.2fx"))
+			if s.Mode == "lockstep" {
+				line += fmt.Sprintf(" p50 %s p99 %s", c.P50.format("%.2fx"), c.P99.format("%.2fx"))
+			}
+			fmt.Fprintln(w, line+fmt.Sprintf(" cpu %s", c.CPU.format("%.2fx")))
+		}
 	}
 }
 

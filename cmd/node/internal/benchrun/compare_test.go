@@ -110,6 +110,40 @@ func TestCompareBench_Quick(t *testing.T) {
 	}
 }
 
+// TestCompareBench_TLSCost runs quick lockstep rounds of ZLink with and
+// without TLS (the TLS files made for the run, the server in a process of
+// its own) and checks the "TLS ÷ plain" line of the output and the report.
+func TestCompareBench_TLSCost(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	docs := filepath.Join(dir, "bench.md")
+	if err := os.WriteFile(docs, []byte("# B\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	res, err := RunCompare(ctx, &out, CompareOptions{
+		Quick: true, Scenarios: []string{"64B-lockstep"}, Impls: []string{"zlink-tls"},
+		DocsPath: docs, launcher: testLauncher(t),
+	})
+	text := out.String()
+	t.Log("\n" + text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`compare tls-cost scenario=64B-lockstep TLS ÷ plain: rate [\d.]+x \([\d.]+x–[\d.]+x\) p50 [\d.]+x`).MatchString(text) {
+		t.Error("no tls-cost line")
+	}
+	sc := res.Scenarios[0]
+	if len(sc.Impls) != 2 || sc.Impls[1].Impl != "zlink-tls" || sc.Impls[1].Failed != 0 || sc.Impls[1].Rate.N != 2 {
+		t.Fatalf("summaries %+v", sc.Impls)
+	}
+	md, _ := os.ReadFile(docs)
+	if s := string(md); !strings.Contains(s, "| ZLink TLS |") || !strings.Contains(s, "TLS costs (ZLink TLS ÷ ZLink, round by round): rate ") {
+		t.Errorf("report:\n%s", s)
+	}
+}
+
 func TestCmpReplaceRegion(t *testing.T) {
 	doc := "a\n" + CompareBegin + "\nx\n" + CompareEnd + "\nb\n"
 	got, err := cmpReplaceRegion(doc, "y\n")

@@ -30,19 +30,24 @@ func init() {
 		about: "zlink.Start server node, Server role on channel echo; client node Call (lockstep) / CallFuture window (pipelined)",
 		serve: cmpServeZlink,
 		dial: func(ctx context.Context, endpoint string, _ cmpDialOpts) (cmpClient, error) {
-			return cmpDialZlink(ctx, cmpClientRID, map[string]string{cmpServerRID: endpoint})
+			return cmpDialZlink(ctx, cmpClientRID, map[string]string{cmpServerRID: endpoint}, nil)
 		},
 	}
 }
 
 func cmpEcho(_ *routemesh.Context, p []byte) ([]byte, error) { return p, nil }
 
+// cmpServeZlink serves the zlink implementations: plaintext, or TLS with
+// the files of f.tlsDir (zlink-tls).
 func cmpServeZlink(ctx context.Context, f cmpServerFlags) (string, func(), error) {
 	o := zlink.NewOptions()
-	o.AddRouteMesh(cmpMesh).SetRoutingID(f.rid).Listen("tcp://"+f.listen).
+	m := o.AddRouteMesh(cmpMesh).SetRoutingID(f.rid).Listen("tcp://"+f.listen).
 		ConfigureRouterSocket(routemesh.SocketConfig{SendHWM: meshSendHWM}).
-		HandleDirectRequest(cmpPacket, cmpEcho).
-		Channel(cmpChannel).Server().HandleRequest(cmpPacket, cmpEcho)
+		HandleDirectRequest(cmpPacket, cmpEcho)
+	if t := cmpTLSConfig(f.tlsDir); t != nil {
+		m.SetTLS(*t)
+	}
+	m.Channel(cmpChannel).Server().HandleRequest(cmpPacket, cmpEcho)
 	h, err := zlink.Start(ctx, o)
 	if err != nil {
 		return "", nil, fmt.Errorf("benchrun: compare: start zlink server: %w", err)
@@ -64,11 +69,14 @@ type cmpZlinkClient struct {
 }
 
 // cmpDialZlink starts a client node that dials every server (rid → endpoint)
-// and waits until it sees them all Ready.
-func cmpDialZlink(ctx context.Context, rid string, servers map[string]string) (*cmpZlinkClient, error) {
+// and waits until it sees them all Ready; with tls, over TLS.
+func cmpDialZlink(ctx context.Context, rid string, servers map[string]string, tls *routemesh.TLSConfig) (*cmpZlinkClient, error) {
 	o := zlink.NewOptions()
 	m := o.AddRouteMesh(cmpMesh).SetRoutingID(rid).
 		ConfigureRouterSocket(routemesh.SocketConfig{SendHWM: meshSendHWM})
+	if tls != nil {
+		m.SetTLS(*tls)
+	}
 	for srid, ep := range servers {
 		m.AddPeer(ep, srid)
 	}
