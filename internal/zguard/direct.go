@@ -11,10 +11,11 @@ import (
 // Direct sends and reads. zmq4 sends every message through a new
 // goroutine and, on a ROUTER, under one socket-wide mutex held for the
 // whole write: one peer that stops reading blocks the sends to every other
-// peer until its write deadline fails it. A direct send writes one whole ZMTP message on the
-// caller's goroutine straight to the guarded connection of one peer, under
-// that connection's own write lock and deadline: a stuck peer holds up only
-// the goroutine writing to it, and no goroutine is started per send.
+// peer until its write deadline fails it. A direct send writes one whole
+// ZMTP message on the caller's goroutine straight to the guarded
+// connection of one peer, under that connection's own write lock and
+// deadline: a stuck peer holds up only the goroutine writing to it, and no
+// goroutine is started per send.
 //
 // It is safe because zmq4 writes nothing to a ROUTER's or DEALER's
 // connection once its handshake is over, unless the peer sends a PING
@@ -24,13 +25,15 @@ import (
 // after the handshake: on a listener's connection once a message came from
 // its identity, on a dialed one once zmq4's Dial returned.
 //
-// On a dialed connection (Outbound) the owner reads too: zmq4's reader
-// would take each message on a goroutine of its own and hand it over
-// through a channel, one more wake-up per message before the owner's
-// reader has it. Once the handshake is over, zmq4's reader is parked in
-// Read until the connection closes, and Outbound.Recv reads each message
-// straight from the guarded connection on the caller's goroutine, under
-// the same frame-size limit.
+// Reads are direct too. zmq4's reader would take each message on a
+// goroutine of its own, allocate it as a multi-frame message and hand it
+// over through a channel. On a dialed connection (Outbound) zmq4's reader
+// is parked in Read once the handshake is over, until the connection
+// closes, and Outbound.Recv reads each message straight from the guarded
+// connection on the caller's goroutine. On a listener's connections
+// (Inbound.ReadDirect) the goroutine zmq4 started to read each one reads
+// its messages itself (pumpInbound) into the Inbound's queue. Both check
+// every frame header against the limit before allocating its body.
 
 // writeMessage writes frame as one whole ZMTP message (a single data frame
 // without MORE) and flushes it.
