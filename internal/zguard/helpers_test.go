@@ -256,3 +256,16 @@ func plainListener(t *testing.T) (addr string, accepted <-chan net.Conn) {
 	}()
 	return ln.Addr().String(), ch
 }
+
+// recvCounting receives message i of a numbered sequence ("0", "1", …) on
+// dealer d and says whether it is the one expected.
+func recvCounting(d zmq4.Socket, i int) error {
+	msg, err := d.Recv()
+	if err != nil {
+		return err
+	}
+	if got := string(msg.Frames[0]); got != fmt.Sprint(i) {
+		return fmt.Errorf("B got %q, want %d", got, i)
+	}
+	return nil
+}
