@@ -181,14 +181,7 @@ func TestDirectSendRefusesMidMessage(t *testing.T) {
 	if err := cfg.Inbound.Send([]byte("D"), []byte("x")); !errors.Is(err, ErrMidMessage) {
 		t.Fatalf("direct send inside a message = %v, want ErrMidMessage", err)
 	}
-	r.waitFor(t, "D closed", func(closed, _ []ConnEvent) bool {
-		for _, ev := range closed {
-			if ev.Identity == "D" && errors.Is(ev.Reason, ErrMidMessage) {
-				return true
-			}
-		}
-		return false
-	})
+	r.waitClosed(t, "D", ErrMidMessage)
 }
 
 // liveConn returns the live inbound conn of identity.

@@ -173,14 +173,7 @@ func TestStuckReaderBlocksNoOtherPeer(t *testing.T) {
 	if !errors.Is(sendErr, ErrWriteTimeout) {
 		t.Fatalf("send to stuck A: err = %v, want ErrWriteTimeout", sendErr)
 	}
-	rec.waitFor(t, "A closed by write timeout", func(closed, _ []ConnEvent) bool {
-		for _, ev := range closed {
-			if ev.Identity == "A" && errors.Is(ev.Reason, ErrWriteTimeout) {
-				return true
-			}
-		}
-		return false
-	})
+	rec.waitClosed(t, "A", ErrWriteTimeout)
 	within(t, "B receives every message in order", func() error {
 		for i := range sentB {
 			if err := recvCounting(b, i); err != nil {

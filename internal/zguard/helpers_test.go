@@ -257,6 +257,20 @@ func plainListener(t *testing.T) (addr string, accepted <-chan net.Conn) {
 	return ln.Addr().String(), ch
 }
 
+// waitClosed waits until the connection that announced identity closed
+// for reason.
+func (r *recorder) waitClosed(t *testing.T, identity string, reason error) {
+	t.Helper()
+	r.waitFor(t, identity+" closed: "+reason.Error(), func(closed, _ []ConnEvent) bool {
+		for _, ev := range closed {
+			if ev.Identity == identity && errors.Is(ev.Reason, reason) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
 // recvCounting receives message i of a numbered sequence ("0", "1", …) on
 // dealer d and says whether it is the one expected.
 func recvCounting(d zmq4.Socket, i int) error {
