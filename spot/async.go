@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/internal/zerr"
 	"github.com/zlink-go/zlink/routemesh"
@@ -171,10 +173,15 @@ func (sc *spotCall) end(body []byte, res Result, err error) {
 }
 
 // reply runs the kind's OnReply for one asynchronous result, as a turn.
-func (a *spotActor) reply(r *Reply) {
+func (a *spotActor) reply(c actor.Context, r *Reply) {
 	rt, reg := a.rt, a.ks.reg
 	if a.gone || reg.onReply == nil || !rt.valid(a.act, time.Now()) {
 		return // the turn that asked is gone with its activation
+	}
+	if a.reread && a.reload() != nil {
+		// The store cannot be read: go on from the state in memory (the
+		// unknown save's change then counts as made).
+		a.reread = false
 	}
 	a.turns++
 	a.act.turn.Store(a.turns)
@@ -184,7 +191,9 @@ func (a *spotActor) reply(r *Reply) {
 		r.Tag = tt.tag
 		ctx, sp = rt.startReplyTurn(ctx, tt.parent, a)
 	}
-	reg.onReply(a.context(ctx, r.From, nil), a.state, r)
+	t := a.enter()
+	reg.onReply(a.context(ctx, r.From, nil, t), a.state, r)
+	a.leave(c, t)
 	endTurn(sp, nil)
 	cancel()
 	a.act.turn.Store(0)

@@ -3,12 +3,10 @@ package spot
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 
-	"github.com/zlink-go/zlink/internal/zerr"
 	"github.com/zlink-go/zlink/routemesh"
 	"github.com/zlink-go/zlink/spot/internal/placement"
 	"github.com/zlink-go/zlink/wire"
@@ -141,8 +139,13 @@ func (rt *runtime) call(ctx context.Context, kind, id, packet string, payload []
 
 // callTo sends h to target (or the placement choice when "") and follows
 // redirects until the call ends.
+//
+// Made from a turn of a reentrant kind, the call waits without holding the
+// Spot: the deliveries of its own chain run meanwhile, one at a time
+// (reentry.go).
 func (rt *runtime) callTo(ctx context.Context, h *header, target string) ([]byte, Result, error) {
 	backoff := 10 * time.Millisecond
+	_, c := chainOf(ctx)
 	for {
 		if target == "" {
 			var ok bool
@@ -150,7 +153,7 @@ func (rt *runtime) callTo(ctx context.Context, h *header, target string) ([]byte
 				return nil, Result{}, noServer(h)
 			}
 		}
-		out, err := rt.n.CallNode(ctx, target, packetSpot, h.encode())
+		out, err := rt.hopCall(ctx, c, target, h.encode())
 		next := rt.afterHop(h, target, out, err)
 		if next.done {
 			return next.body, next.res, next.err
@@ -159,11 +162,29 @@ func (rt *runtime) callTo(ctx context.Context, h *header, target string) ([]byte
 		if !next.pause {
 			continue
 		}
-		if err := sleepCtx(ctx, backoff); err != nil {
+		if err := sleepServing(ctx, c, backoff); err != nil {
 			return nil, Result{}, err
 		}
 		backoff = nextBackoff(backoff)
 	}
+}
+
+// hopCall makes one hop of a Spot call: a blocking Node-direct request, or
+// for a reentrant kind's turn c one that serves c's reentrant deliveries
+// while it waits.
+func (rt *runtime) hopCall(ctx context.Context, c *Context, target string, payload []byte) ([]byte, error) {
+	if !c.reentrant() {
+		return rt.n.CallNode(ctx, target, packetSpot, payload)
+	}
+	var timeout time.Duration
+	if dl, ok := ctx.Deadline(); ok {
+		if timeout = time.Until(dl); timeout <= 0 {
+			return nil, ctxError(ctx)
+		}
+	}
+	return awaitCall(ctx, c, func(f func(routemesh.Reply)) {
+		rt.n.CallNodeFuncContext(ctx, target, packetSpot, payload, timeout, f)
+	})
 }
 
 func noServer(h *header) error {
@@ -255,10 +276,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	case <-ctx.Done():
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return fmt.Errorf("%w: %w", zerr.ErrTimeout, ctx.Err())
-		}
-		return fmt.Errorf("%w: %w", zerr.ErrCancelled, ctx.Err())
+		return ctxError(ctx)
 	}
 }
 

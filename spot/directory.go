@@ -30,11 +30,12 @@ type activation struct {
 	saved     atomic.Int64  // unix nanos of the last save (or the activation)
 
 	// mu guards the outbound calls its turns are waiting on (call-chain
-	// links) and, for reentrant kinds, the state. A leaf.
+	// links). A leaf.
 	mu      sync.Mutex
 	calls   uint64
 	waiting []uint64
-	state   any
+
+	re reentry // reentrant kinds: the turn stack and what waits for it
 }
 
 func (a *activation) touch(now time.Time) { a.lastUsed.Store(now.UnixNano()) }
@@ -84,19 +85,6 @@ func (a *activation) end(l link) {
 	if len(a.waiting) == 0 {
 		a.waiting = nil
 	}
-}
-
-// setState and getState hold the Spot's state for reentrant turns.
-func (a *activation) setState(s any) {
-	a.mu.Lock()
-	a.state = s
-	a.mu.Unlock()
-}
-
-func (a *activation) getState() any {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.state
 }
 
 // directory maps a kind's Spot IDs to their activations on this node. The

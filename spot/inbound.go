@@ -14,6 +14,9 @@ import (
 type delivery struct {
 	r *routemesh.Request
 	h header
+	// admitted is the size admitted against the Spot's budgets while it
+	// waits in the reentry queue (0 elsewhere: the mailbox counts it).
+	admitted int64
 }
 
 // Size is what the Spot's byte budget counts.
@@ -73,7 +76,7 @@ func (rt *runtime) inbound(r *routemesh.Request) {
 	switch {
 	case handled && cycle && reenter:
 		if act := ks.dir.get(h.id); act != nil {
-			reentrant(rt, ks, act, d)
+			rt.reenter(ks, act, d)
 			return
 		}
 		rt.answer(r, &h, retryReply("the Spot is closing"))

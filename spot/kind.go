@@ -40,6 +40,7 @@ type kindReg struct {
 	encode       func(state any) ([]byte, error)
 	decode       func(version uint32, data []byte) (any, error)
 	upgrade      func(version uint32, data []byte) (any, error)
+	assign       func(dst, src any) // *dst = *src for the kind's state type (persistent kinds)
 	idle         time.Duration
 	reentrant    bool
 	maxMessages  int64
@@ -217,6 +218,7 @@ type Context struct {
 	rt    *runtime
 	ks    *kindState
 	chain []link // the chain this turn was called with
+	turn  uint64 // the turn in a reentrant kind's turn stack (0: other kinds)
 }
 
 type chainKey struct{}

@@ -192,7 +192,7 @@ func (a *kindActor) onActivate(c actor.Context, d *delivery) {
 func (a *kindActor) deliver(act *activation, d *delivery) {
 	if act.waitsOn(d.h.chain) {
 		if a.ks.reg.reentrant {
-			reentrant(a.rt, a.ks, act, d)
+			a.rt.reenter(a.ks, act, d)
 			return
 		}
 		a.rt.answer(d.r, &d.h, errorReply(fmt.Errorf("%w: %s/%s is waiting on this call", ErrCycle, a.ks.reg.name, act.id)))

@@ -29,6 +29,9 @@ type spotActor struct {
 	fail  error // OnActivate (or the restore) failed: calls end with it
 	dirty bool  // persistent kinds: changed since the last save
 	since int   // messages since the last save
+	// reread: a ReplyAfterWrite save failed with an unknown outcome; the
+	// state is read again from the store before the next turn.
+	reread bool
 }
 
 var _ actors.FailureHandler = (*spotActor)(nil)
@@ -42,7 +45,7 @@ func (a *spotActor) Receive(c actor.Context) {
 	case *deactivate:
 		a.last(c, true)
 	case *Reply:
-		a.reply(msg)
+		a.reply(c, msg)
 		a.changed()
 	case *handoff:
 		a.lastForMove(c, msg)
@@ -72,28 +75,58 @@ func (a *spotActor) start(c actor.Context) {
 		a.state = reg.newState(a.act.id)
 	}
 	if reg.reentrant {
-		a.act.setState(a.state)
+		a.act.re.setRun(a.runReentrant)
 	}
 	if reg.onActivate == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(a.rt.base, 30*time.Second)
 	defer cancel()
-	hc := a.context(ctx, "", nil)
-	if err := reg.onActivate(hc, a.state); err != nil {
+	t := a.enter()
+	hc := a.context(ctx, "", nil, t)
+	err := reg.onActivate(hc, a.state)
+	a.leave(c, t)
+	if err != nil {
 		a.rt.log.Warn().Err(err).Str("kind", reg.name).Str("id", a.act.id).Msg("spots: activation hook failed")
 		a.fail = fmt.Errorf("%w: activation of %s/%s: %w", zerr.ErrHandler, reg.name, a.act.id, err)
 		a.last(c, false)
 	}
 }
 
-func (a *spotActor) context(ctx context.Context, from string, chain []link) *Context {
-	return turnContext(a.rt, a.ks, a.act, ctx, from, chain)
+func (a *spotActor) context(ctx context.Context, from string, chain []link, turn uint64) *Context {
+	return turnContext(a.rt, a.ks, a.act, ctx, from, chain, turn)
 }
 
-func turnContext(rt *runtime, ks *kindState, act *activation, ctx context.Context, from string, chain []link) *Context {
+// turnContext is the Context of one turn; turn numbers the turn in the
+// activation's reentry stack (0 when the kind is not reentrant).
+func turnContext(rt *runtime, ks *kindState, act *activation, ctx context.Context, from string, chain []link, turn uint64) *Context {
 	return &Context{Context: ctx, Kind: ks.reg.name, ID: act.id, Epoch: act.epoch, From: from,
-		Node: rt.n, act: act, rt: rt, ks: ks, chain: chain}
+		Node: rt.n, act: act, rt: rt, ks: ks, chain: chain, turn: turn}
+}
+
+// enter starts a turn of the actor in a reentrant kind's turn stack (0
+// for other kinds).
+func (a *spotActor) enter() uint64 {
+	if !a.ks.reg.reentrant {
+		return 0
+	}
+	return a.act.re.enter()
+}
+
+// leave ends the actor's turn t and runs, as turns of their own, the
+// reentrant deliveries still queued when it ended (their chains no longer
+// wait on this Spot).
+func (a *spotActor) leave(c actor.Context, t uint64) {
+	if t == 0 {
+		return
+	}
+	for _, d := range a.act.re.leave(t) {
+		q := a.act.ref.Quota()
+		size := d.admitted
+		d.admitted = 0
+		a.turn(c, d)
+		q.Release(size)
+	}
 }
 
 // turn runs one delivery in the Spot's turn (or sends it back to the kind
@@ -108,24 +141,56 @@ func (a *spotActor) turn(c actor.Context, d *delivery) {
 		rt.toKind(a.ks, d)
 		return
 	}
+	t := a.enter()
+	a.run(d, t)
+	a.leave(c, t)
+}
+
+// run runs one delivery as turn t: the actor's own, or a reentrant one
+// run by a goroutine of the turn below it while that goroutine waits in a
+// call (one at a time: see reentry).
+func (a *spotActor) run(d *delivery, t uint64) {
+	if a.reread {
+		if err := a.reload(); err != nil {
+			a.rt.answer(d.r, &d.h, errorReply(fmt.Errorf("%w: spot %s/%s: re-reading its state after an unknown save: %w; not run", zerr.ErrBusy, a.ks.reg.name, a.act.id, err)))
+			return
+		}
+	}
+	prev := a.act.turn.Load()
 	a.turns++
 	a.act.turn.Store(a.turns)
 	var before func() error
 	if p := a.ks.reg.persist; p != nil && p.ReplyAfterWrite {
-		before = func() error { a.dirty = true; a.act.dirty.Store(true); return a.save() }
+		before = a.afterWrite
 	}
-	runTurn(rt, a.ks, a.act, a.state, d, before)
-	a.act.turn.Store(0)
+	runTurn(a.rt, a.ks, a.act, a.state, d, before, t)
+	a.act.turn.Store(prev)
 	if before == nil {
 		a.changed()
 	}
+}
+
+// runReentrant runs a reentrant delivery taken from the reentry queue as
+// turn t. A panic ends its call with ErrHandler; the Spot is not
+// restarted (the turn it interleaved with still runs).
+func (a *spotActor) runReentrant(d *delivery, t uint64) {
+	q, size := a.act.ref.Quota(), d.admitted
+	d.admitted = 0
+	defer q.Release(size)
+	defer func() {
+		if p := recover(); p != nil {
+			a.rt.log.Error().Str("kind", a.ks.reg.name).Str("id", a.act.id).Interface("panic", p).Msg("spots: reentrant handler panicked")
+			a.rt.answer(d.r, &d.h, errorReply(fmt.Errorf("%w: spot %s/%s: handler panicked", zerr.ErrHandler, a.ks.reg.name, a.act.id)))
+		}
+	}()
+	a.run(d, t)
 }
 
 // runTurn runs one delivery's handler with the Spot's state and answers
 // it. The lease is checked before the turn (a fenced owner runs nothing:
 // the caller is sent elsewhere) and before the reply (a lease lost during
 // the turn ends the call with ErrFenced).
-func runTurn(rt *runtime, ks *kindState, act *activation, state any, d *delivery, beforeReply func() error) {
+func runTurn(rt *runtime, ks *kindState, act *activation, state any, d *delivery, beforeReply func() error, turn uint64) {
 	reg := ks.reg
 	now := time.Now()
 	act.touch(now)
@@ -140,7 +205,7 @@ func runTurn(rt *runtime, ks *kindState, act *activation, state any, d *delivery
 	}
 	ctx, cancel := context.WithDeadline(rt.base, d.r.Deadline)
 	ctx, sp := rt.startTurn(ctx, ks, act, d)
-	hc := turnContext(rt, ks, act, ctx, d.r.From, d.h.chain)
+	hc := turnContext(rt, ks, act, ctx, d.r.From, d.h.chain, turn)
 	var out []byte
 	var err error
 	if d.r.OneWay || d.h.flags&flagSendAsCall != 0 {
@@ -156,9 +221,7 @@ func runTurn(rt *runtime, ks *kindState, act *activation, state any, d *delivery
 	}
 	cancel()
 	if err == nil && beforeReply != nil {
-		if serr := beforeReply(); serr != nil {
-			err = fmt.Errorf("%w: %w", errStateNotSaved, serr)
-		}
+		err = beforeReply()
 	}
 	switch {
 	case !rt.valid(act, time.Now()):
@@ -177,30 +240,6 @@ func runTurn(rt *runtime, ks *kindState, act *activation, state any, d *delivery
 	}
 }
 
-// reentrant runs a delivery that belongs to a call chain one of act's
-// turns is waiting on (a reentrant kind): now, on its own goroutine, while
-// that turn is blocked in its call — so the Spot's state is touched by one
-// goroutine at a time, interleaved only where the waiting turn called out.
-// A panic ends the call with ErrHandler (the Spot is not restarted: its
-// waiting turn still runs).
-func reentrant(rt *runtime, ks *kindState, act *activation, d *delivery) {
-	ok := rt.goStore(func() {
-		defer func() {
-			if p := recover(); p != nil {
-				rt.log.Error().Str("kind", ks.reg.name).Str("id", act.id).Interface("panic", p).Msg("spots: reentrant handler panicked")
-				rt.answer(d.r, &d.h, errorReply(fmt.Errorf("%w: spot %s/%s: handler panicked", zerr.ErrHandler, ks.reg.name, act.id)))
-			}
-		}()
-		runTurn(rt, ks, act, act.getState(), d, nil)
-		if ks.reg.persist != nil {
-			act.dirty.Store(true) // saved by the Spot's next save
-		}
-	})
-	if !ok {
-		rt.answer(d.r, &d.h, errorReply(zerr.ErrShuttingDown))
-	}
-}
-
 // last runs the Spot's last turn (the deactivate hook unless fenced),
 // tells the kind actor and stops; calls queued behind it go back to the
 // kind actor, which reactivates the Spot for them.
@@ -212,7 +251,9 @@ func (a *spotActor) last(c actor.Context, hook bool) {
 	reg := a.ks.reg
 	if hook && reg.onDeactivate != nil && !a.act.fenced.Load() {
 		ctx, cancel := context.WithTimeout(a.rt.base, 30*time.Second)
-		reg.onDeactivate(a.context(ctx, "", nil), a.state)
+		t := a.enter()
+		reg.onDeactivate(a.context(ctx, "", nil, t), a.state)
+		a.leave(c, t)
 		cancel()
 		a.changed()
 	}
@@ -228,8 +269,20 @@ func (a *spotActor) last(c actor.Context, hook bool) {
 	c.Poison(c.Self())
 }
 
-// MessageFailed ends the call whose handler panicked.
+// MessageFailed ends the call whose handler panicked. A reentrant kind's
+// turn stack goes with the turn: what was queued for it becomes ordinary
+// messages of the Spot.
 func (a *spotActor) MessageFailed(msg any) {
+	if a.ks.reg.reentrant {
+		q := a.act.ref.Quota()
+		for _, d := range a.act.re.reset() {
+			q.Release(d.admitted)
+			d.admitted = 0
+			if err := a.act.ref.Tell(d); err != nil {
+				a.rt.toKind(a.ks, d)
+			}
+		}
+	}
 	if d, ok := msg.(*delivery); ok {
 		a.act.turn.Store(0)
 		a.rt.answer(d.r, &d.h, errorReply(fmt.Errorf("%w: spot %s/%s: handler panicked", zerr.ErrHandler, a.ks.reg.name, a.act.id)))
