@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	zlink "github.com/zlink-go/zlink"
 	"github.com/zlink-go/zlink/actors"
@@ -12,6 +13,7 @@ import (
 	"github.com/zlink-go/zlink/location"
 	"github.com/zlink-go/zlink/mailbox"
 	"github.com/zlink-go/zlink/routemesh"
+	"github.com/zlink-go/zlink/spot"
 	"github.com/zlink-go/zlink/wire"
 )
 
@@ -58,6 +60,14 @@ func TestErrors_ReexportsAreTheSourceValues(t *testing.T) {
 		{"FanoutInvalidConfig", zlink.ErrFanoutInvalidConfig, []error{fanout.ErrInvalidConfig}},
 		{"FanoutReservedTopic", zlink.ErrFanoutReservedTopic, []error{fanout.ErrReservedTopic}},
 		{"FanoutClosed", zlink.ErrFanoutClosed, []error{fanout.ErrClosed}},
+
+		{"Cycle", zlink.ErrCycle, []error{zerr.ErrCycle, spot.ErrCycle}},
+		{"Fenced", zlink.ErrFenced, []error{zerr.ErrFenced, spot.ErrFenced}},
+		{"OutcomeUnknown", zlink.ErrOutcomeUnknown, []error{zerr.ErrOutcomeUnknown, spot.ErrOutcomeUnknown}},
+		{"Role", zlink.ErrRole, []error{zerr.ErrRole, spot.ErrRole}},
+		{"NotEnabled", zlink.ErrNotEnabled, []error{zerr.ErrNotEnabled, spot.ErrNotEnabled}},
+		{"UnknownKind", zlink.ErrUnknownKind, []error{zerr.ErrUnknownKind, spot.ErrUnknownKind}},
+		{"SpotConfig", zlink.ErrSpotConfig, []error{zerr.ErrSpotConfig, spot.ErrConfig}},
 	} {
 		if tc.reexp == nil {
 			t.Errorf("%s: nil re-export", tc.name)
@@ -153,5 +163,46 @@ func TestErrors_FanoutSettingRefusedAsConfig(t *testing.T) {
 	}
 	if !errors.Is(err, zlink.ErrConfig) || !errors.Is(err, zlink.ErrFanoutInvalidConfig) {
 		t.Fatalf("zlink.Start: %v, want ErrConfig and ErrFanoutInvalidConfig", err)
+	}
+}
+
+// TestErrors_SpotRefusalsAreConfigRefusals: every startup refusal of the
+// Spot runtime (a bad kind, a bad setting, a mesh name it cannot use)
+// matches zlink.ErrConfig and spot.ErrConfig, like every other refusal of
+// Start.
+func TestErrors_SpotRefusalsAreConfigRefusals(t *testing.T) {
+	type st struct{ N int }
+	for name, setup := range map[string]func(o *zlink.Options){
+		"mesh name with ':'": func(o *zlink.Options) {
+			b := o.AddRouteMesh("a:b").SetRoutingIDPrefix("os").SetObjectRole(routemesh.ObjectServer)
+			spot.Enable(b, spot.NewKind("k", func(string) *st { return &st{} }))
+		},
+		"kind on an Object Client": func(o *zlink.Options) {
+			b := o.AddRouteMesh("m").SetRoutingIDPrefix("oc").SetObjectRole(routemesh.ObjectClient)
+			spot.Enable(b, spot.NewKind("k", func(string) *st { return &st{} }))
+		},
+		"idle timeout below 10ms": func(o *zlink.Options) {
+			b := o.AddRouteMesh("m").SetRoutingIDPrefix("os").SetObjectRole(routemesh.ObjectServer)
+			spot.Enable(b, spot.NewKind("k", func(string) *st { return &st{} }).SetIdleTimeout(time.Millisecond))
+		},
+		"store timeout": func(o *zlink.Options) {
+			b := o.AddRouteMesh("m").SetRoutingIDPrefix("os").SetObjectRole(routemesh.ObjectServer)
+			spot.EnableWith(b, spot.Config{StoreTimeout: -1})
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			store := location.NewMemory()
+			t.Cleanup(func() { _ = store.Close() })
+			o := zlink.NewOptions().SetLocationStore(store)
+			setup(o)
+			h, err := zlink.Start(context.Background(), o)
+			if err == nil {
+				_ = h.Stop(context.Background())
+				t.Fatal("zlink.Start accepted it")
+			}
+			if !errors.Is(err, zlink.ErrConfig) || !errors.Is(err, spot.ErrConfig) {
+				t.Fatalf("zlink.Start: %v; want it to match zlink.ErrConfig and spot.ErrConfig", err)
+			}
+		})
 	}
 }

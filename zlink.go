@@ -91,6 +91,18 @@ var (
 	ErrTLSIdentity = routemesh.ErrTLSIdentity
 )
 
+// Results of Spot calls and operations (package spot), besides the
+// terminal results above.
+var (
+	ErrCycle          = zerr.ErrCycle          // the call would wait on a turn waiting on it; the handler did not run
+	ErrFenced         = zerr.ErrFenced         // the owner lost its lease during the call; the turn may or may not have run
+	ErrOutcomeUnknown = zerr.ErrOutcomeUnknown // the turn ran; whether its ReplyAfterWrite save is durable is unknown
+	ErrRole           = zerr.ErrRole           // the node's object role does not allow it
+	ErrNotEnabled     = zerr.ErrNotEnabled     // the Spot runtime is not attached to the MeshNode
+	ErrUnknownKind    = zerr.ErrUnknownKind    // the Spot kind is not registered on the node
+	ErrSpotConfig     = zerr.ErrSpotConfig     // a refused Spot kind or runtime setting (also matches ErrConfig)
+)
+
 // Startup refusals. Every refusal of Start's validation is a
 // *routemesh.ConfigError matching ErrConfig and one specific sentinel below
 // (Node.SetWeight's refusals too).

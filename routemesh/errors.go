@@ -12,7 +12,7 @@ import (
 // is a *ConfigError that matches ErrConfig and one of the specific sentinels
 // below with errors.Is.
 var (
-	ErrConfig             = errors.New("zlink: configuration error")
+	ErrConfig             = zerr.ErrConfig
 	ErrDuplicateMesh      = errors.New("zlink: MeshName registered twice in this process")
 	ErrDuplicateChannel   = errors.New("zlink: ChannelName registered twice on one RouteMesh")
 	ErrTopologyConflict   = errors.New("zlink: ChannelName registered on two physical topologies")

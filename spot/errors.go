@@ -1,7 +1,6 @@
 package spot
 
 import (
-	"errors"
 	"strings"
 
 	"github.com/zlink-go/zlink/internal/zerr"
@@ -19,21 +18,28 @@ var (
 	ErrHandler = zerr.ErrHandler
 	// ErrCycle: the call would wait, directly or through other Spots, on a
 	// turn that is itself waiting on this call (a deadlock). It ends at
-	// once instead of at the deadline.
-	ErrCycle = errors.New("zlink: spot call cycle")
+	// once instead of at the deadline; the handler did not run.
+	ErrCycle = zerr.ErrCycle
 	// ErrFenced: the owner lost its ownership lease while the call was in
 	// its hands; the turn may or may not have run. Never retried
 	// automatically.
-	ErrFenced = errors.New("zlink: spot owner fenced")
+	ErrFenced = zerr.ErrFenced
+	// ErrOutcomeUnknown: the turn ran, but the save a ReplyAfterWrite
+	// kind's reply waits for failed without a clear answer (a store
+	// timeout, a reset connection): the change may or may not be durable.
+	// The activation re-reads its state from the store before its next
+	// turn, so it holds what the store holds.
+	ErrOutcomeUnknown = zerr.ErrOutcomeUnknown
 	// ErrRole: the node's object role does not allow it (role None calls
 	// no Spot; only an Object Server hosts).
-	ErrRole = errors.New("zlink: object role does not allow this")
+	ErrRole = zerr.ErrRole
 	// ErrNotEnabled: spot.Enable was not called on the node's builder.
-	ErrNotEnabled = errors.New("zlink: spots not enabled on this MeshNode")
+	ErrNotEnabled = zerr.ErrNotEnabled
 	// ErrUnknownKind: the kind is not registered on the Object Server.
-	ErrUnknownKind = errors.New("zlink: unknown spot kind")
-	// ErrConfig: a refused kind or runtime setting (Enable, NewKind).
-	ErrConfig = errors.New("zlink: spot configuration error")
+	ErrUnknownKind = zerr.ErrUnknownKind
+	// ErrConfig: a refused kind or runtime setting (Enable, NewKind). It
+	// also matches zlink.ErrConfig, like every startup refusal.
+	ErrConfig = zerr.ErrSpotConfig
 )
 
 // sentinelError carries a remote message under a local sentinel.

@@ -333,6 +333,9 @@ func (a *spotActor) lastForMove(c actor.Context, m *handoff) {
 	}
 	a.dirty = true // the snapshot travels through the store: write it now
 	if err := a.save(); err != nil {
+		if errors.Is(err, errSaveFailed) {
+			err = fmt.Errorf("%w: %w", zerr.ErrBusy, err) // the move did not happen
+		}
 		m.done <- err
 		return
 	}

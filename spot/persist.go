@@ -29,11 +29,14 @@ type Persistence struct {
 	// Interval saves a changed state this often (0: not by time). With
 	// neither, the state is saved only at deactivation and on a move.
 	Interval time.Duration
-	// ReplyAfterWrite saves after every message and only then replies (a
-	// failed save ends the call with ErrBusy; the change stays in memory
-	// and is saved with the next one). By default replies go out before
-	// the save, so acknowledged work since the last save can be lost in a
-	// crash.
+	// ReplyAfterWrite saves after every message and only then replies.
+	// A save refused because the activation lost its ownership ends the
+	// call with ErrFenced; any other failed save (a store timeout, a reset
+	// connection: the write may or may not have landed) ends it with
+	// ErrOutcomeUnknown, and the activation re-reads its state from the
+	// store before its next turn, so it goes on from what the store holds.
+	// By default replies go out before the save, so acknowledged work
+	// since the last save can be lost in a crash.
 	ReplyAfterWrite bool
 }
 
@@ -45,6 +48,7 @@ func (k *Kind[S]) Persist(p Persistence) *Kind[S] {
 		return k
 	}
 	k.reg.persist = &p
+	k.reg.assign = func(dst, src any) { *dst.(*S) = *src.(*S) }
 	k.reg.encode = func(state any) ([]byte, error) { return msgpack.Marshal(state.(*S)) }
 	k.reg.decode = func(version uint32, data []byte) (any, error) {
 		if version != p.Version {
@@ -78,8 +82,9 @@ func (k *Kind[S]) OnUpgrade(f func(version uint32, data []byte) (*S, error)) *Ki
 	return k
 }
 
-// errStateNotSaved ends a ReplyAfterWrite call whose save failed.
-var errStateNotSaved = fmt.Errorf("%w: the Spot's state was not saved", zerr.ErrBusy)
+// errSaveFailed marks a save the store did not confirm (neither written
+// for sure nor refused): callers say what that means for them.
+var errSaveFailed = errors.New("zlink: spot state not saved")
 
 // restore reads the Spot's persisted state (a fresh one when none).
 func (a *spotActor) restore() (any, error) {
@@ -134,7 +139,7 @@ func (a *spotActor) save() error {
 	default:
 		rt.stats.saveErrors.Add(1)
 		rt.log.Warn().Err(err).Str("kind", reg.name).Str("id", a.act.id).Msg("spots: state not saved; retried with the next change")
-		return fmt.Errorf("%w: %s/%s: saving the state: %w", zerr.ErrBusy, reg.name, a.act.id, err)
+		return fmt.Errorf("%w: %s/%s: %v", errSaveFailed, reg.name, a.act.id, err)
 	}
 }
 
@@ -159,3 +164,32 @@ type checkpoint struct{}
 // staleSpot: a save found the record moved on; the kind actor closes the
 // activation without a release.
 type staleSpot struct{ act *activation }
+
+// afterWrite is a ReplyAfterWrite turn's save: a failed write the store did
+// not refuse leaves the outcome unknown, and the activation re-reads its
+// state before its next turn.
+func (a *spotActor) afterWrite() error {
+	a.dirty = true
+	a.act.dirty.Store(true)
+	err := a.save()
+	if errors.Is(err, errSaveFailed) {
+		a.reread = true
+		return fmt.Errorf("%w: the turn ran; its save failed and may or may not have reached the store (%v)", ErrOutcomeUnknown, err)
+	}
+	return err
+}
+
+// reload re-reads the state after a save whose outcome is unknown, into
+// the state the handlers hold (a reentrant kind's waiting turn keeps its
+// pointer). A failed read leaves it for the next turn.
+func (a *spotActor) reload() error {
+	s, err := a.restore()
+	if err != nil {
+		return err
+	}
+	a.ks.reg.assign(a.state, s)
+	a.dirty, a.since, a.reread = false, 0, false
+	a.act.dirty.Store(false)
+	a.rt.stats.rereads.Add(1)
+	return nil
+}

@@ -167,8 +167,9 @@ const (
 // Spot-level error codes beside the wire codes (which they never collide
 // with: wire codes stay below 1000).
 const (
-	codeCycle  wire.Code = 1000
-	codeFenced wire.Code = 1001
+	codeCycle          wire.Code = 1000
+	codeFenced         wire.Code = 1001
+	codeOutcomeUnknown wire.Code = 1002
 )
 
 type reply struct {
@@ -206,6 +207,8 @@ func errorReply(err error) []byte {
 		code = codeCycle
 	case errors.Is(err, ErrFenced):
 		code = codeFenced
+	case errors.Is(err, ErrOutcomeUnknown):
+		code = codeOutcomeUnknown
 	}
 	b := binary.AppendUvarint([]byte{stError}, uint64(code))
 	return appendString(b, err.Error())
@@ -241,6 +244,8 @@ func (rep *reply) err() error {
 		return spotError(ErrCycle, rep.msg)
 	case codeFenced:
 		return spotError(ErrFenced, rep.msg)
+	case codeOutcomeUnknown:
+		return spotError(ErrOutcomeUnknown, rep.msg)
 	}
 	return wire.ErrorOf(rep.code, rep.msg)
 }

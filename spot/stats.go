@@ -18,6 +18,7 @@ type counters struct {
 	incarnations atomic.Uint64 // store shard incarnation changes seen
 	saves        atomic.Uint64 // state snapshots written
 	saveErrors   atomic.Uint64 // state snapshots the store did not take
+	rereads      atomic.Uint64 // states read again after a save of unknown outcome
 	moves        atomic.Uint64 // Spots moved away from this node
 	rebalanced   atomic.Uint64 // of them, by the rebalancer
 }
@@ -55,6 +56,9 @@ type Stats struct {
 	// (persistent kinds).
 	Saves      uint64 `json:"saves"`
 	SaveErrors uint64 `json:"save_errors"`
+	// StateRereads counts activations that read their state again from the
+	// store because a ReplyAfterWrite save ended with ErrOutcomeUnknown.
+	StateRereads uint64 `json:"state_rereads"`
 	// Moves counts Spots handed from this node to another; Rebalanced
 	// those of them the rebalancer moved.
 	Moves      uint64 `json:"moves"`
@@ -84,7 +88,7 @@ func (rt *runtime) statsNow() Stats {
 	s := Stats{Role: rt.role.String(), Redirects: rt.stats.redirects.Load(), Fenced: rt.stats.fenced.Load(),
 		Overlaps: rt.stats.overlaps.Load(), SendsDropped: rt.stats.sendsDropped.Load(),
 		StoreIncarnations: rt.stats.incarnations.Load(),
-		Saves:             rt.stats.saves.Load(), SaveErrors: rt.stats.saveErrors.Load(), Moves: rt.stats.moves.Load(), Rebalanced: rt.stats.rebalanced.Load(),
+		Saves:             rt.stats.saves.Load(), SaveErrors: rt.stats.saveErrors.Load(), StateRereads: rt.stats.rereads.Load(), Moves: rt.stats.moves.Load(), Rebalanced: rt.stats.rebalanced.Load(),
 		LeaseGeneration: gen, LeaseValid: valid, Cached: rt.cache.len()}
 	for _, ks := range rt.order {
 		s.Kinds = append(s.Kinds, KindStats{Kind: ks.reg.name, Active: ks.stats.active.Load(),

@@ -45,3 +45,40 @@ var ErrStopped = errors.New("zlink: actor stopped")
 // RID prefix or an object role, an automatic fanout publisher or
 // subscriber) that has no Location Store to read and write descriptors.
 var ErrNeedsLocationStore = errors.New("zlink: automatic topology needs an explicitly configured Location Store")
+
+// ErrConfig matches every configuration refusal (Start's validation, a
+// runtime setting refused). Specific refusals match it and a sentinel of
+// their own.
+var ErrConfig = errors.New("zlink: configuration error")
+
+// Results of Spot calls and operations, besides the terminal results above.
+var (
+	// ErrCycle: the call would wait, directly or through other Spots, on a
+	// turn that is itself waiting on this call; it ends at once. The
+	// handler did not run.
+	ErrCycle = errors.New("zlink: spot call cycle")
+	// ErrFenced: the owner lost its ownership lease while the call was in
+	// its hands; the turn may or may not have run.
+	ErrFenced = errors.New("zlink: spot owner fenced")
+	// ErrOutcomeUnknown: the turn ran, but the save its reply waited for
+	// (ReplyAfterWrite) failed in a way that may or may not have reached the
+	// store; the change may or may not be durable. The activation re-reads
+	// its state from the store before its next turn.
+	ErrOutcomeUnknown = errors.New("zlink: spot outcome unknown")
+	// ErrRole: the node's object role does not allow it.
+	ErrRole = errors.New("zlink: object role does not allow this")
+	// ErrNotEnabled: the Spot runtime is not attached to the MeshNode.
+	ErrNotEnabled = errors.New("zlink: spots not enabled on this MeshNode")
+	// ErrUnknownKind: the Spot kind is not registered on the node.
+	ErrUnknownKind = errors.New("zlink: unknown spot kind")
+	// ErrSpotConfig: a refused Spot kind or runtime setting; it also
+	// matches ErrConfig.
+	ErrSpotConfig error = &subConfig{msg: "zlink: spot configuration error"}
+)
+
+// subConfig is a specific configuration sentinel that also matches
+// ErrConfig.
+type subConfig struct{ msg string }
+
+func (e *subConfig) Error() string        { return e.msg }
+func (e *subConfig) Is(target error) bool { return target == ErrConfig }

@@ -2,6 +2,7 @@ package zerr
 
 import (
 	"errors"
+	"fmt"
 	"go/build"
 	"strings"
 	"testing"
@@ -27,7 +28,8 @@ func TestLeaf(t *testing.T) {
 func TestDistinct(t *testing.T) {
 	all := []error{ErrNoTarget, ErrTimeout, ErrMailboxFull, ErrBusy, ErrPeerLost, ErrTooLarge,
 		ErrHandler, ErrCancelled, ErrShuttingDown, ErrProtocol, ErrUnknownPacket, ErrBadPayload,
-		ErrStopped, ErrNeedsLocationStore}
+		ErrStopped, ErrNeedsLocationStore, ErrConfig, ErrCycle, ErrFenced, ErrOutcomeUnknown, ErrRole,
+		ErrNotEnabled, ErrUnknownKind}
 	texts := map[string]bool{}
 	for i, e := range all {
 		if !strings.HasPrefix(e.Error(), "zlink: ") {
@@ -42,5 +44,16 @@ func TestDistinct(t *testing.T) {
 				t.Errorf("%q matches %q", e, other)
 			}
 		}
+	}
+}
+
+// TestSpotConfigMatchesConfig: a Spot refusal is a configuration refusal.
+func TestSpotConfigMatchesConfig(t *testing.T) {
+	err := fmt.Errorf("%w: kind x", ErrSpotConfig)
+	if !errors.Is(err, ErrSpotConfig) || !errors.Is(err, ErrConfig) {
+		t.Fatalf("%v matches ErrSpotConfig %v, ErrConfig %v; want both", err, errors.Is(err, ErrSpotConfig), errors.Is(err, ErrConfig))
+	}
+	if errors.Is(ErrConfig, ErrSpotConfig) {
+		t.Fatal("ErrConfig matches ErrSpotConfig")
 	}
 }
