@@ -54,6 +54,7 @@ var (
 // channel and seats them at table t3; the replies go to replies.
 func tableKind(replies chan<- *spot.Reply) spot.Registration {
 	k := spot.NewKind("table", func(string) *int64 { return new(int64) })
+	async := k.OnReply(func(_ *spot.Context, _ *int64, r *spot.Reply) { replies <- r })
 	spot.On(k, seatP, func(_ *spot.Context, n *int64, r joinReq) (int64, error) {
 		if r.Fail {
 			return 0, fmt.Errorf("no seat for %s", r.Player)
@@ -67,12 +68,11 @@ func tableKind(replies chan<- *spot.Reply) spot.Registration {
 			return 0, err
 		}
 		body, _ := seatP.EncodeRequest(r)
-		if err := c.CallAsync("match", "ping", body, 5*time.Second, "ping"); err != nil {
+		if err := async.Call(c, "match", "ping", body, 5*time.Second, "ping"); err != nil {
 			return 0, err
 		}
-		return n, c.CallSpotAsync("table", "t3", seatP.Name(), body, 5*time.Second, "t3")
+		return n, async.CallSpot(c, "table", "t3", seatP.Name(), body, 5*time.Second, "t3")
 	})
-	k.OnReply(func(_ *spot.Context, _ *int64, r *spot.Reply) { replies <- r })
 	return k
 }
 

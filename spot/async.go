@@ -13,63 +13,73 @@ import (
 )
 
 // Reply is the one terminal result of an asynchronous call a Spot's turn
-// started (Context.CallAsync, CallNodeAsync, CallSpotAsync): it arrives as
+// started (Replies.Call, CallNode, CallSpot): it arrives as
 // a message of the Spot and runs the kind's OnReply handler in a turn of
 // its own, with the Tag the turn gave. Err matches the sentinels a
 // blocking call ends with (ErrTimeout included).
 type Reply = routemesh.Reply
 
 // OnReply sets the handler of the replies to the asynchronous calls this
-// kind's turns start. A kind that starts asynchronous calls must set it.
-func (k *Kind[S]) OnReply(f func(c *Context, s *S, r *Reply)) *Kind[S] {
+// kind's turns start, and returns what starts them: a kind without a reply
+// handler has no *Replies, so it cannot start an asynchronous call (the
+// type system, not a failure at call time, keeps every Reply handled).
+//
+//	var replies *spot.Replies // set before the kind is enabled
+//	spot.On(room, askP, func(c *spot.Context, s *Room, r Ask) (Ack, error) {
+//		return Ack{}, replies.CallSpot(c, "player", r.Player, "status", nil, time.Second, r.Player)
+//	})
+//	replies = room.OnReply(func(c *spot.Context, s *Room, r *spot.Reply) { ... })
+func (k *Kind[S]) OnReply(f func(c *Context, s *S, r *Reply)) *Replies {
 	if f == nil {
 		k.refuse("kind %s: nil OnReply", k.reg.name)
-		return k
+		return &Replies{reg: k.reg}
 	}
 	k.reg.onReply = func(c *Context, state any, r *Reply) { f(c, state.(*S), r) }
-	return k
+	return &Replies{reg: k.reg}
 }
 
-// asyncCheck refuses an asynchronous call the Spot could not take the
-// reply of.
-func (c *Context) asyncCheck() error {
-	if c.act == nil || c.act.ref == nil {
+// Replies starts asynchronous calls from the turns of the kind whose
+// OnReply returned it; each call's one terminal result comes back to that
+// OnReply as a turn of its own. Safe for concurrent use.
+type Replies struct{ reg *kindReg }
+
+// check refuses a Context that is not a turn of r's kind.
+func (r *Replies) check(c *Context) error {
+	if c == nil || c.act == nil || c.act.ref == nil {
 		return fmt.Errorf("%w: an asynchronous call needs a Spot turn's Context", ErrConfig)
 	}
-	if c.reg().onReply == nil {
-		return fmt.Errorf("%w: kind %s has no OnReply handler", ErrConfig, c.Kind)
+	if c.ks.reg != r.reg {
+		return fmt.Errorf("%w: a turn of kind %s starts calls whose replies go to kind %s", ErrConfig, c.Kind, r.reg.name)
 	}
 	return nil
 }
 
-func (c *Context) reg() *kindReg { return c.ks.reg }
-
-// CallAsync starts a channel request from the Spot's turn without waiting:
+// Call starts a channel request from the Spot's turn c without waiting:
 // the turn goes on (and may end); the reply arrives later as a *Reply
 // (carrying tag) handled by the kind's OnReply, within timeout (0 = the
 // RouteMesh default). A slot for it is reserved in the Spot's mailbox
 // first: when none can be had the call is not made and the error comes
 // back at once; otherwise exactly one Reply follows.
-func (c *Context) CallAsync(channel, packet string, payload []byte, timeout time.Duration, tag any) error {
-	if err := c.asyncCheck(); err != nil {
+func (r *Replies) Call(c *Context, channel, packet string, payload []byte, timeout time.Duration, tag any) error {
+	if err := r.check(c); err != nil {
 		return err
 	}
 	return c.Node.CallAsyncContext(c.Context, channel, packet, payload, timeout, c.act.ref, c.replyTag(tag))
 }
 
-// CallNodeAsync is CallAsync for a Node-direct request to rid.
-func (c *Context) CallNodeAsync(rid, packet string, payload []byte, timeout time.Duration, tag any) error {
-	if err := c.asyncCheck(); err != nil {
+// CallNode is Call for a Node-direct request to rid.
+func (r *Replies) CallNode(c *Context, rid, packet string, payload []byte, timeout time.Duration, tag any) error {
+	if err := r.check(c); err != nil {
 		return err
 	}
 	return c.Node.CallNodeAsyncContext(c.Context, rid, packet, payload, timeout, c.act.ref, c.replyTag(tag))
 }
 
-// CallSpotAsync is CallAsync for a request to the Spot (kind, id): no turn
-// waits on it, so it carries no call chain (the target may call this Spot
-// back: that call just waits its turn).
-func (c *Context) CallSpotAsync(kind, id, packet string, payload []byte, timeout time.Duration, tag any) error {
-	if err := c.asyncCheck(); err != nil {
+// CallSpot is Call for a request to the Spot (kind, id): no turn waits on
+// it, so it carries no call chain (the target may call this Spot back:
+// that call just waits its turn).
+func (r *Replies) CallSpot(c *Context, kind, id, packet string, payload []byte, timeout time.Duration, tag any) error {
+	if err := r.check(c); err != nil {
 		return err
 	}
 	rt := c.rt

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,6 +31,10 @@ type asked struct{ N int }
 // every Reply its OnReply gets to got.
 func askerKind(got chan<- *spot.Reply) *spot.Kind[asked] {
 	k := spot.NewKind("asker", func(string) *asked { return &asked{} })
+	replies := k.OnReply(func(_ *spot.Context, s *asked, r *spot.Reply) {
+		s.N++
+		got <- r
+	})
 	spot.On(k, askP, func(c *spot.Context, s *asked, a ask) (struct{}, error) {
 		timeout := time.Duration(a.TimeoutMs) * time.Millisecond
 		var body []byte
@@ -42,16 +47,12 @@ func askerKind(got chan<- *spot.Reply) *spot.Kind[asked] {
 		}
 		switch a.Mode {
 		case "spot":
-			return struct{}{}, c.CallSpotAsync(a.Target, a.ID, a.Packet, body, timeout, a.Tag)
+			return struct{}{}, replies.CallSpot(c, a.Target, a.ID, a.Packet, body, timeout, a.Tag)
 		case "channel":
-			return struct{}{}, c.CallAsync(a.Target, a.Packet, body, timeout, a.Tag)
+			return struct{}{}, replies.Call(c, a.Target, a.Packet, body, timeout, a.Tag)
 		default:
-			return struct{}{}, c.CallNodeAsync(a.Target, a.Packet, body, timeout, a.Tag)
+			return struct{}{}, replies.CallNode(c, a.Target, a.Packet, body, timeout, a.Tag)
 		}
-	})
-	k.OnReply(func(_ *spot.Context, s *asked, r *spot.Reply) {
-		s.N++
-		got <- r
 	})
 	return k
 }
@@ -220,5 +221,24 @@ func TestSpot_AsyncCallsNeedNoGoroutineEach(t *testing.T) {
 			t.Fatalf("reply %+v: twice or failed (%v)", r, r.Err)
 		}
 		seen[r.Tag] = true
+	}
+}
+
+// Asynchronous calls start from what OnReply returned: a kind without a
+// reply handler has nothing to start them with, and a turn of another kind
+// is refused with ErrConfig before any call is made.
+func TestSpot_AsyncRepliesBelongToTheirKind(t *testing.T) {
+	other := spot.NewKind("other", func(string) *asked { return &asked{} })
+	replies := other.OnReply(func(*spot.Context, *asked, *spot.Reply) {})
+	k := spot.NewKind("plain", func(string) *asked { return &asked{} })
+	spot.On(k, askP, func(c *spot.Context, s *asked, a ask) (struct{}, error) {
+		return struct{}{}, replies.CallNode(c, a.Target, "x", nil, time.Second, nil)
+	})
+	store := location.NewMemory()
+	_, os := startNode(t, store, "os", nodeOpts{role: routemesh.ObjectServer, kinds: []spot.Registration{k, other}})
+	waitSpots(t, os)
+	_, err := spot.Call(ctxT(t, 10*time.Second), os, "plain", "p", askP, ask{Target: os.RID()})
+	if !errors.Is(err, spot.ErrHandler) || !strings.Contains(err.Error(), "replies go to kind other") {
+		t.Fatalf("a turn of kind plain starting a call with kind other's replies: %v; want its handler's error naming both", err)
 	}
 }

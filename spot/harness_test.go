@@ -111,6 +111,7 @@ func (l *ledger) deactivations(id string) int {
 
 func counterKind(l *ledger, idle time.Duration) *spot.Kind[counter] {
 	k := spot.NewKind("counter", func(string) *counter { return &counter{} })
+	var replies *spot.Replies // set below, before the kind is enabled
 	spot.On(k, addP, func(_ *spot.Context, s *counter, r add) (int64, error) { s.N += r.N; return s.N, nil })
 	spot.On(k, getP, func(_ *spot.Context, s *counter, _ struct{}) (int64, error) { return s.N, nil })
 	spot.On(k, boomP, func(_ *spot.Context, s *counter, _ struct{}) (int64, error) { panic("boom") })
@@ -146,10 +147,10 @@ func counterKind(l *ledger, idle time.Duration) *spot.Kind[counter] {
 		} else {
 			body, _ = getP.EncodeRequest(struct{}{})
 		}
-		return struct{}{}, c.CallSpotAsync(r.Kind, r.Target, r.Packet, body, time.Duration(r.TimeoutMs)*time.Millisecond, r.Target)
+		return struct{}{}, replies.CallSpot(c, r.Kind, r.Target, r.Packet, body, time.Duration(r.TimeoutMs)*time.Millisecond, r.Target)
 	})
 	spot.On(k, repliesP, func(_ *spot.Context, s *counter, _ struct{}) ([]string, error) { return s.Replies, nil })
-	k.OnReply(func(c *spot.Context, s *counter, r *spot.Reply) {
+	replies = k.OnReply(func(c *spot.Context, s *counter, r *spot.Reply) {
 		if r.Err != nil {
 			s.Replies = append(s.Replies, fmt.Sprintf("%v!%v", r.Tag, r.Err))
 			return
