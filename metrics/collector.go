@@ -61,6 +61,24 @@ var (
 		"Spot runtime events: redirects, fenced, overlaps, store_incarnations, saves, save_errors, moves, rebalanced, sends_dropped.", []string{"mesh", "event"}, nil)
 )
 
+// What a node served, per handler scope (channel "" is Node direct) and
+// packet: only packets with a registered handler are labels, every other
+// name is counted as packet="_unknown".
+var (
+	descServerRequests = prometheus.NewDesc("zlink_server_requests_total",
+		"Requests this MeshNode answered as a server, by channel, packet and result (ok or the error kind).", []string{"mesh", "channel", "packet", "result"}, nil)
+	descServerSends = prometheus.NewDesc("zlink_server_sends_total",
+		"One-way messages this MeshNode handled, by channel and packet.", []string{"mesh", "channel", "packet"}, nil)
+	descServerDuration = prometheus.NewDesc("zlink_server_request_duration_seconds",
+		"Run time of the handlers of this MeshNode (requests and one-way messages), by channel and packet.", []string{"mesh", "channel", "packet"}, nil)
+	descServerQueued = prometheus.NewDesc("zlink_server_queue_seconds",
+		"Time from a message's arrival to its handler's start, by channel and packet.", []string{"mesh", "channel", "packet"}, nil)
+	descServerRunning = prometheus.NewDesc("zlink_server_handlers_running",
+		"Handlers running now, by channel.", []string{"mesh", "channel"}, nil)
+)
+
+var serverDescs = []*prometheus.Desc{descServerRequests, descServerSends, descServerDuration, descServerQueued, descServerRunning}
+
 var runtimeEvents = []string{"protocol_errors", "late_frames", "handshake_rejects", "peers_lost", "peers_departed"}
 
 var peerStates = []routemesh.PeerState{
@@ -98,6 +116,9 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descCalls, descOK, descErrors, descLatency, descPeers, descState,
 		descInflight, descWeight, descRuntime, descActors, descDepth, descBytes, descRestarts,
 		descSpotsActive, descSpotActivations, descSpotDeactivations, descSpotEvents} {
+		ch <- d
+	}
+	for _, d := range serverDescs {
 		ch <- d
 	}
 	for _, d := range c.cfg.ExtraDescs {
@@ -158,6 +179,26 @@ func collectStatus(ch chan<- prometheus.Metric, st routemesh.Status) {
 	for _, c := range st.Channels {
 		if c.Role == routemesh.RoleServer.String() {
 			ch <- prometheus.MustNewConstMetric(descWeight, prometheus.GaugeValue, float64(c.Weight), m, c.Name)
+		}
+	}
+	collectServed(ch, m, st.Served)
+}
+
+// collectServed reports what the node served (the server side of calls).
+func collectServed(ch chan<- prometheus.Metric, m string, served []routemesh.ServedStatus) {
+	for _, s := range served {
+		ch <- prometheus.MustNewConstMetric(descServerRunning, prometheus.GaugeValue, float64(s.Running), m, s.Channel)
+		for _, p := range s.Packets {
+			for result, v := range p.Requests {
+				ch <- prometheus.MustNewConstMetric(descServerRequests, prometheus.CounterValue, float64(v), m, s.Channel, p.Packet, result)
+			}
+			ch <- prometheus.MustNewConstMetric(descServerSends, prometheus.CounterValue, float64(p.Sends), m, s.Channel, p.Packet)
+			if buckets, count, ok := latencyBuckets(p.Latency); ok {
+				ch <- prometheus.MustNewConstHistogram(descServerDuration, count, p.LatencySum.Seconds(), buckets, m, s.Channel, p.Packet)
+			}
+			if buckets, count, ok := latencyBuckets(p.Queued); ok {
+				ch <- prometheus.MustNewConstHistogram(descServerQueued, count, p.QueuedSum.Seconds(), buckets, m, s.Channel, p.Packet)
+			}
 		}
 	}
 }

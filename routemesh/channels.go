@@ -16,11 +16,12 @@ import (
 // (shared by every incarnation of channel:<name>) and the selection
 // report. The owner actor itself is in the node's view.
 type channelOwner struct {
-	name  string
-	role  Role
-	reg   *channelReg
-	pool  *handlerPool // Server only: running handlers
-	track *hungTracker // Server only
+	name   string
+	role   Role
+	reg    *channelReg
+	pool   *handlerPool // Server only: running handlers
+	track  *hungTracker // Server only
+	served *servedStats // Server only: what it served
 	// last is the last selection decision made by this node on the channel.
 	last  atomic.Pointer[Selection]
 	picks atomic.Uint64 // selections made, for sampling the report
@@ -71,10 +72,12 @@ func (n *Node) initChannels() {
 			}
 			co.pool = newHandlerPool(n.ctx, conc)
 			co.track = newHungTracker()
+			co.served = newServedStats(reg.name, reg.requests, reg.sends)
 		}
 		n.channels[reg.name] = co
 	}
 	n.directTrack = newHungTracker()
+	n.directServed = newServedStats("", n.cfg.directRequests, n.cfg.directSends)
 	n.directPool = newHandlerPool(n.ctx, n.cfg.HandlerConcurrency)
 }
 
@@ -96,7 +99,7 @@ func (n *Node) directSpec() actors.Spec {
 		MaxMessages: n.cfg.Socket.MailboxMessageBudget, MaxBytes: n.cfg.Socket.MailboxByteBudget,
 		Producer: func() actor.Actor {
 			return &ownerActor{n: n, requests: n.cfg.directRequests, sends: n.cfg.directSends, deferred: n.cfg.directDeferred,
-				pool: n.directPool, track: n.directTrack}
+				pool: n.directPool, track: n.directTrack, served: n.directServed}
 		},
 	}
 }
@@ -126,7 +129,7 @@ func (a *channelsActor) Receive(c actor.Context) {
 			Name: "channel:" + name, Kind: "channel",
 			MaxMessages: n.cfg.Socket.MailboxMessageBudget, MaxBytes: n.cfg.Socket.MailboxByteBudget,
 			Producer: func() actor.Actor {
-				return &ownerActor{n: n, channel: co.name, requests: co.reg.requests, sends: co.reg.sends, pool: co.pool, track: co.track}
+				return &ownerActor{n: n, channel: co.name, requests: co.reg.requests, sends: co.reg.sends, pool: co.pool, track: co.track, served: co.served}
 			},
 		})
 		if err != nil {

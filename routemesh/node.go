@@ -104,7 +104,9 @@ type Node struct {
 	work     workCount                // admitted inbound work not yet finished (drain, stop)
 	// Hung-handler detection (hung.go).
 	directTrack *hungTracker
-	directPool  *handlerPool // Node-direct running handlers (shared by every owner incarnation)
+	// directServed counts what the Node-direct scope served.
+	directServed *servedStats
+	directPool   *handlerPool // Node-direct running handlers (shared by every owner incarnation)
 	// incarnations counts mesh actor incarnations (each one's epoch).
 	incarnations atomic.Uint64
 	callsClosed  atomic.Bool // Stop has failed every pending call (written by Stop)
@@ -356,7 +358,7 @@ func (n *Node) baseStatus() Status {
 		State: v.state, Endpoint: n.endpoint, ObjectRole: n.cfg.ObjectRole.String(),
 		Peers: []PeerStatus{}, Channels: n.channelStatus(v), Counters: n.cnt.snapshot(),
 		Latency: n.lat.snapshot(), LatencySum: time.Duration(n.lat.sumNs.Load()), Inflight: n.work.load(),
-		Hung: v.hung, AdmissionPaused: v.paused, Security: n.securityStatus(),
+		Hung: v.hung, AdmissionPaused: v.paused, Security: n.securityStatus(), Served: n.served(),
 	}
 	st.Drained = v.state == NodeDraining && st.Inflight == 0
 	if e := n.failErr.Load(); e != nil {

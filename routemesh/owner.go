@@ -32,6 +32,7 @@ type ownerActor struct {
 	pool     *handlerPool               // shared across restarts: running handlers
 	q        *mailbox.Quota             // the owner's budgets (from Started)
 	track    *hungTracker               // shared across restarts: running handlers' deadlines
+	served   *servedStats               // shared across restarts: what it served
 }
 
 var _ actors.FailureHandler = (*ownerActor)(nil)
@@ -99,6 +100,7 @@ func (o *ownerActor) refuse(m *inbound, err error) {
 		err = wire.ErrShuttingDown
 	}
 	if m.env.Kind == wire.KindRequest {
+		o.served.of(m.env.Packet).result(err)
 		o.n.reply(m.from, wire.ErrorEnvelope(m.env.Corr, err))
 	}
 	o.n.work.done()
@@ -129,6 +131,7 @@ func (o *ownerActor) initContext(m *inbound) *Context {
 func (o *ownerActor) handleSend(m *inbound) {
 	h := o.sends[m.env.Packet]
 	if h == nil {
+		o.served.unknown.sends.Add(1)
 		o.n.cnt.protocolErrors.Add(1)
 		if o.n.cfg.Tracer != nil {
 			o.n.traceRefused(m.from, &m.env, fmt.Errorf("%w: %q", wire.ErrUnknownPacket, m.env.Packet))
@@ -138,8 +141,12 @@ func (o *ownerActor) handleSend(m *inbound) {
 	hc := o.initContext(m)
 	hc.Context = o.n.hctx
 	sp := o.n.startHandler(m, hc)
-	k := o.track.start(arrival(m).Add(DefaultRequestTimeout))
+	at := arrival(m)
+	k := o.track.start(at.Add(DefaultRequestTimeout))
+	ps := o.served.of(m.env.Packet)
+	start := o.served.began(ps, at)
 	o.runSend(h, hc, m.env.Payload)
+	o.served.ended(ps, start, true, nil)
 	o.track.end(k)
 	endSpan(sp, nil)
 }
@@ -151,11 +158,15 @@ func (o *ownerActor) handleRequest(m *inbound) {
 		return
 	}
 	hc := o.initContext(m)
-	m.dc.parent, m.dc.deadline = o.n.hctx, arrival(m).Add(time.Duration(m.env.TimeoutMs)*time.Millisecond)
+	at := arrival(m)
+	m.dc.parent, m.dc.deadline = o.n.hctx, at.Add(time.Duration(m.env.TimeoutMs)*time.Millisecond)
 	hc.Context = &m.dc
 	sp := o.n.startHandler(m, hc)
 	k := o.track.start(m.dc.deadline)
+	ps := o.served.of(m.env.Packet)
+	start := o.served.began(ps, at)
 	out, err := o.runRequest(h, hc, m.env.Payload)
+	o.served.ended(ps, start, false, handlerResult(err))
 	o.track.end(k)
 	m.dc.release()
 	endSpan(sp, err)
@@ -181,6 +192,7 @@ func arrival(m *inbound) time.Time {
 //go:noinline
 func (o *ownerActor) refuseUnknown(m *inbound) {
 	err := fmt.Errorf("%w: %q", wire.ErrUnknownPacket, m.env.Packet)
+	o.served.unknown.result(err)
 	o.n.traceRefused(m.from, &m.env, err)
 	o.replyError(m, err)
 }
@@ -234,6 +246,16 @@ func (o *ownerActor) runSend(h SendHandler, c *Context, payload []byte) {
 		}
 	}()
 	h(c, payload)
+}
+
+// handlerResult is the result code a handler's return counts under (nil
+// for success): handlerError's classification, without its allocation on
+// the common path.
+func handlerResult(err error) error {
+	if err == nil {
+		return nil
+	}
+	return handlerError(err)
 }
 
 // handlerError keeps framework errors a handler returned (e.g. ErrBusy from

@@ -12,9 +12,10 @@ import (
 // poolOwner is an owner whose one Send handler blocks until release.
 func poolOwner(entered chan<- struct{}, release <-chan struct{}) *ownerActor {
 	n := &Node{cfg: &Config{}}
-	return &ownerActor{n: n, track: newHungTracker(), sends: map[string]SendHandler{
+	sends := map[string]SendHandler{
 		"block": func(*Context, []byte) { entered <- struct{}{}; <-release },
-	}}
+	}
+	return &ownerActor{n: n, track: newHungTracker(), sends: sends, served: newServedStats("", nil, sends)}
 }
 
 func poolMsg() *inbound {

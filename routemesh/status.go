@@ -189,6 +189,10 @@ type Status struct {
 	// Security is how the node authenticates its mesh links, and who it
 	// is; each ready peer's proven identity is in Peers.
 	Security SecurityStatus `json:"security"`
+	// Served is what this node served, per handler scope (the Node-direct
+	// scope first, then each Server channel): the other side of Counters
+	// and Latency, which count the calls it made.
+	Served []ServedStatus `json:"served"`
 }
 
 // Peer returns the status of the peer with rid, if any.

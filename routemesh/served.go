@@ -1,0 +1,190 @@
+package routemesh
+
+import (
+	"errors"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"github.com/zlink-go/zlink/wire"
+)
+
+// UnknownPacket is the packet label under which an owner counts messages
+// for packets it has no handler for: metrics label only registered packet
+// names, so a stranger cannot grow their label sets.
+const UnknownPacket = "_unknown"
+
+// resultSlots counts results by wire code: slot 0 is "ok", each code its
+// own slot; a code past the table lands in the last slot ("other").
+const resultSlots = 32
+
+// packetStats is what one handler scope served for one packet (leaf
+// atomics).
+type packetStats struct {
+	sends   atomic.Uint64 // one-way messages whose handler ran
+	results [resultSlots]atomic.Uint64
+	latency histogram // handler run time (requests and sends)
+	queued  histogram // arrival to handler start
+}
+
+// servedStats counts what one handler scope (a channel's Server, or the
+// Node-direct scope) served: per registered packet, and one entry for
+// every other packet name. Built before the owner starts and shared across
+// its restarts; the map is never written afterwards.
+type servedStats struct {
+	channel string
+	packets map[string]*packetStats
+	unknown packetStats
+	running atomic.Int64 // handlers running now
+}
+
+func newServedStats(channel string, requests map[string]RequestHandler, sends map[string]SendHandler) *servedStats {
+	s := &servedStats{channel: channel, packets: map[string]*packetStats{}}
+	for p := range requests {
+		s.packets[p] = &packetStats{}
+	}
+	for p := range sends {
+		if s.packets[p] == nil {
+			s.packets[p] = &packetStats{}
+		}
+	}
+	return s
+}
+
+// of returns the counters of packet (the unknown entry for a packet
+// without a handler).
+func (s *servedStats) of(packet string) *packetStats {
+	if p := s.packets[packet]; p != nil {
+		return p
+	}
+	return &s.unknown
+}
+
+// began records a handler starting now for a message that arrived at
+// arrived; it returns the start time for ended.
+func (s *servedStats) began(p *packetStats, arrived time.Time) time.Time {
+	now := time.Now()
+	p.queued.observe(now.Sub(arrived))
+	s.running.Add(1)
+	return now
+}
+
+// ended records a handler that began at start finishing with err (a
+// request) or a one-way message (send).
+func (s *servedStats) ended(p *packetStats, start time.Time, send bool, err error) {
+	p.latency.observe(time.Since(start))
+	s.running.Add(-1)
+	if send {
+		p.sends.Add(1)
+		return
+	}
+	p.result(err)
+}
+
+// result counts one request's result without a handler run (refused, or
+// no handler).
+func (p *packetStats) result(err error) {
+	slot := 0
+	if err != nil {
+		code := wire.CodeOf(err)
+		if errors.Is(err, wire.ErrTimeout) {
+			code = wire.CodeTimeout
+		}
+		slot = min(int(code), resultSlots-1)
+	}
+	p.results[slot].Add(1)
+}
+
+// ServedStatus is what one handler scope of a node served: the Server of
+// a channel, or the Node-direct scope (Channel ""). Counts are totals
+// since the node started.
+type ServedStatus struct {
+	Channel string `json:"channel"`
+	// Running is the number of handlers running now.
+	Running int64          `json:"running"`
+	Packets []ServedPacket `json:"packets"`
+}
+
+// ServedPacket is what a scope served for one packet: registered packets
+// by name, every other name together as UnknownPacket.
+type ServedPacket struct {
+	Packet string `json:"packet"`
+	// Requests counts requests answered, by result: "ok" or the error
+	// code's name ("handler", "unknown_packet", "shutting_down", …).
+	Requests map[string]uint64 `json:"requests,omitempty"`
+	// Sends counts one-way messages whose handler ran.
+	Sends uint64 `json:"sends"`
+	// Latency is the handlers' run time, LatencySum its total; Queued the
+	// time from a message's arrival to its handler's start, QueuedSum its
+	// total.
+	Latency    []LatencyBucket `json:"latency"`
+	LatencySum time.Duration   `json:"latency_sum_ns"`
+	Queued     []LatencyBucket `json:"queued"`
+	QueuedSum  time.Duration   `json:"queued_sum_ns"`
+}
+
+// Total is the number of requests answered, whatever the result.
+func (p ServedPacket) Total() uint64 {
+	var n uint64
+	for _, v := range p.Requests {
+		n += v
+	}
+	return n
+}
+
+func (s *servedStats) snapshot() ServedStatus {
+	out := ServedStatus{Channel: s.channel, Running: s.running.Load()}
+	names := make([]string, 0, len(s.packets))
+	for name := range s.packets {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		out.Packets = append(out.Packets, s.packets[name].snapshot(name))
+	}
+	if u := s.unknown.snapshot(UnknownPacket); u.Total() > 0 || u.Sends > 0 {
+		out.Packets = append(out.Packets, u)
+	}
+	return out
+}
+
+func (p *packetStats) snapshot(name string) ServedPacket {
+	sp := ServedPacket{Packet: name, Sends: p.sends.Load(),
+		Latency: p.latency.snapshot(), LatencySum: time.Duration(p.latency.sumNs.Load()),
+		Queued: p.queued.snapshot(), QueuedSum: time.Duration(p.queued.sumNs.Load())}
+	for i := range p.results {
+		v := p.results[i].Load()
+		if v == 0 {
+			continue
+		}
+		if sp.Requests == nil {
+			sp.Requests = map[string]uint64{}
+		}
+		switch {
+		case i == 0:
+			sp.Requests["ok"] += v
+		case i == resultSlots-1:
+			sp.Requests["other"] += v
+		default:
+			sp.Requests[wire.Code(i).String()] += v
+		}
+	}
+	return sp
+}
+
+// served lists what the node's handler scopes served: the Node-direct
+// scope first, then each Server channel by name.
+func (n *Node) served() []ServedStatus {
+	out := []ServedStatus{n.directServed.snapshot()}
+	names := make([]string, 0, len(n.channels))
+	for name, co := range n.channels {
+		if co.served != nil {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		out = append(out, n.channels[name].served.snapshot())
+	}
+	return out
+}
