@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -461,5 +462,52 @@ func TestSystem_ProtoactorSlogGoesToZerolog(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Fatalf("log output lacks %s:\n%s", want, out)
 		}
+	}
+}
+
+// Control messages are never refused for want of budget: with the budget
+// spent, TellControl and RequestControl still get through (and count in
+// the depth), after the application traffic already admitted, and none is
+// lost; a stopped actor refuses them with ErrStopped.
+func TestRef_ControlMessagesHaveReservedCapacity(t *testing.T) {
+	s := newSystem(t)
+	w := &worker{gate: make(chan struct{})}
+	ref := spawnWorker(t, s, actors.Spec{Name: "w", MaxMessages: 2, MaxBytes: 100}, w)
+	if err := ref.Tell(&block{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "worker blocked", func() bool { return w.count.Load() == 1 })
+	if err := ref.Tell(&add{n: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ref.Tell(&add{n: 100}); !errors.Is(err, mailbox.ErrMailboxFull) {
+		t.Fatalf("traffic past the budget: %v, want ErrMailboxFull", err)
+	}
+	for range 5 {
+		if err := ref.TellControl(&add{n: 1000}); err != nil {
+			t.Fatalf("control message refused: %v", err)
+		}
+	}
+	if d := ref.Quota().Stats().Depth; d != 7 {
+		t.Fatalf("depth %d, want 7 (one running, one queued, five control)", d)
+	}
+	replied := make(chan error, 1)
+	go func() {
+		v, err := ref.RequestControl(ctxT(t), &ping{})
+		if err == nil && v != "pong" {
+			err = fmt.Errorf("reply %v", v)
+		}
+		replied <- err
+	}()
+	close(w.gate)
+	if err := <-replied; err != nil {
+		t.Fatalf("control request: %v", err)
+	}
+	waitFor(t, "every message handled", func() bool { return w.count.Load() == 1+10+5000 })
+	if err := ref.Stop(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := ref.TellControl(&add{n: 1}); !errors.Is(err, actors.ErrStopped) {
+		t.Fatalf("control message to a stopped actor: %v, want ErrStopped", err)
 	}
 }

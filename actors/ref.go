@@ -113,6 +113,27 @@ func (r *Ref) Tell(msg any) error {
 	return nil
 }
 
+// TellControl posts a control message (a peer lost, a descriptor change,
+// drain, stop, a timer of the actor's own): it is never refused for want
+// of budget — the budgets bound application traffic, and control messages
+// are bounded by construction (one per event the actor waits for) — yet it
+// counts in the mailbox's depth. It fails only with ErrStopped.
+func (r *Ref) TellControl(msg any) error {
+	r.life.mu.RLock()
+	defer r.life.mu.RUnlock()
+	if r.life.closed || r.life.dead.Load() {
+		return ErrStopped
+	}
+	r.mb.PostUserMessage(msg)
+	return nil
+}
+
+// RequestControl is Request for a control message: never refused for
+// want of budget (see TellControl).
+func (r *Ref) RequestControl(ctx context.Context, msg any) (any, error) {
+	return r.request(ctx, msg, false)
+}
+
 // replyProcess is a one-shot protoactor Process that receives the reply of
 // one Request. It is registered in the process registry only while the
 // request is pending.
@@ -138,6 +159,10 @@ func (p *replyProcess) Stop(*actor.PID)                   {}
 // ErrStopped, ErrTimeout (also matching context.DeadlineExceeded) when ctx's
 // deadline passes, or context.Canceled.
 func (r *Ref) Request(ctx context.Context, msg any) (any, error) {
+	return r.request(ctx, msg, true)
+}
+
+func (r *Ref) request(ctx context.Context, msg any, budgeted bool) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, ctxErr(err)
 	}
@@ -147,14 +172,20 @@ func (r *Ref) Request(ctx context.Context, msg any) (any, error) {
 		r.life.mu.RUnlock()
 		return nil, ErrStopped
 	}
-	if err := r.q.Admit(size); err != nil {
-		r.life.mu.RUnlock()
-		return nil, err
+	if budgeted {
+		if err := r.q.Admit(size); err != nil {
+			r.life.mu.RUnlock()
+			return nil, err
+		}
 	}
 	reg := r.sys.as.ProcessRegistry
 	rp := &replyProcess{ch: make(chan any, 1)}
 	pid, _ := reg.Add(rp, "reply"+reg.NextId())
-	r.mb.PostSized(&actor.MessageEnvelope{Message: msg, Sender: pid}, size)
+	if budgeted {
+		r.mb.PostSized(&actor.MessageEnvelope{Message: msg, Sender: pid}, size)
+	} else {
+		r.mb.PostUserMessage(&actor.MessageEnvelope{Message: msg, Sender: pid})
+	}
 	r.life.mu.RUnlock()
 	defer reg.Remove(pid)
 

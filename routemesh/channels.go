@@ -137,7 +137,7 @@ func (a *channelsActor) Receive(c actor.Context) {
 		}
 		owners[name] = ref
 	}
-	_ = a.mesh.Tell(&channelsUp{epoch: a.epoch, owners: owners})
+	_ = a.mesh.TellControl(&channelsUp{epoch: a.epoch, owners: owners})
 }
 
 // headroom returns the admission headroom (free message slots) of every

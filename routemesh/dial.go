@@ -43,7 +43,7 @@ func (m *meshActor) dial(in *intent) {
 		conn, err := n.tr.Dial(n.ctx, ep, id)
 		// The pipe's fields belong to the mesh actor: the connection
 		// travels in the message and is attached (or closed) there.
-		if terr := n.mesh().Tell(&dialDone{in: in, p: p, conn: conn, err: err}); terr != nil && conn != nil {
+		if terr := n.mesh().TellControl(&dialDone{in: in, p: p, conn: conn, err: err}); terr != nil && conn != nil {
 			_ = conn.Close()
 		}
 	})
@@ -71,7 +71,7 @@ func (m *meshActor) onDialDone(msg *dialDone) {
 	p.conn = msg.conn
 	n := m.n
 	p.w = newWriter(n.cfg.Socket.SendHWM, p.conn.Send, func(err error) {
-		_ = n.mesh().Tell(&pipeFailed{p: p, err: fmt.Errorf("%w: %w", wire.ErrPeerLost, err)})
+		_ = n.mesh().TellControl(&pipeFailed{p: p, err: fmt.Errorf("%w: %w", wire.ErrPeerLost, err)})
 	})
 	p.w.closer = func() { _ = p.conn.Close() }
 	m.pipes[p.id] = p
@@ -96,5 +96,5 @@ func (m *meshActor) retry(in *intent, err error) {
 	backoff = min(backoff, 5*time.Second)
 	in.waiting = true
 	ref := m.self
-	time.AfterFunc(jitter(backoff), func() { _ = ref.Tell(&redial{in: in}) })
+	time.AfterFunc(jitter(backoff), func() { _ = ref.TellControl(&redial{in: in}) })
 }

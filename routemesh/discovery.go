@@ -124,7 +124,7 @@ func (a *discoveryActor) Receive(c actor.Context) {
 // poke queues one round unless one is queued already (hints coalesce).
 func (a *discoveryActor) poke() {
 	if a.pending.CompareAndSwap(false, true) {
-		if a.self.Tell(&discRound{}) != nil {
+		if a.self.TellControl(&discRound{}) != nil {
 			a.pending.Store(false)
 		}
 	}
@@ -173,7 +173,7 @@ func (a *discoveryActor) round() {
 		lctx, cancel := context.WithTimeout(ctx, max(n.cfg.DiscoveryPoll, time.Second))
 		defer cancel()
 		descs, err := store.ListDescriptors(lctx, n.cfg.Mesh)
-		_ = self.Tell(&discListed{descs: descs, err: err})
+		_ = self.TellControl(&discListed{descs: descs, err: err})
 	})
 	if !ok {
 		a.busy = false
@@ -198,7 +198,7 @@ func (a *discoveryActor) listed(msg *discListed) {
 		a.steps = a.manualEndpoints(msg.descs)
 	}
 	if len(msg.descs) > 0 {
-		_ = n.mesh().Tell(&discWeights{descs: msg.descs})
+		_ = n.mesh().TellControl(&discWeights{descs: msg.descs})
 	}
 	a.next()
 }
@@ -213,9 +213,9 @@ func (a *discoveryActor) next() {
 	st := a.steps[0]
 	var err error
 	if st.change != nil {
-		err = a.n.mesh().Tell(&discChange{c: *st.change, ack: a.self, seq: a.seq})
+		err = a.n.mesh().TellControl(&discChange{c: *st.change, ack: a.self, seq: a.seq})
 	} else {
-		err = a.n.mesh().Tell(&manualMatch{endpoint: st.endpoint, d: st.match, ack: a.self, seq: a.seq})
+		err = a.n.mesh().TellControl(&manualMatch{endpoint: st.endpoint, d: st.match, ack: a.self, seq: a.seq})
 	}
 	if err != nil {
 		a.done() // stopping, or the mesh actor is full: the next round redoes the rest
@@ -302,7 +302,7 @@ func sameTarget(x, y *location.Descriptor) bool {
 // plain Request).
 func ackDisc(c actor.Context, ack *actors.Ref, seq uint64) {
 	if ack != nil {
-		_ = ack.Tell(&discApplied{seq: seq})
+		_ = ack.TellControl(&discApplied{seq: seq})
 		return
 	}
 	c.Respond(true)
@@ -311,7 +311,7 @@ func ackDisc(c actor.Context, ack *actors.Ref, seq uint64) {
 // discoverySpec is the discovery actor, a child of the mesh actor.
 func (n *Node) discoverySpec() actors.Spec {
 	return actors.Spec{
-		Name: "discovery", Kind: "discovery", MaxMessages: 1024,
+		Name: "discovery", Kind: "discovery", MaxMessages: discoveryMailbox,
 		Producer: func() actor.Actor { return newDiscoveryActor(n, n.store) },
 	}
 }

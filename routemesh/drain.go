@@ -127,7 +127,7 @@ func (n *Node) askMesh(ctx context.Context, msg any) error {
 	if err := n.load().refusal(n); err != nil {
 		return err
 	}
-	r, err := n.mesh().Request(ctx, msg)
+	r, err := n.mesh().RequestControl(ctx, msg)
 	if err != nil {
 		if errors.Is(err, actors.ErrStopped) {
 			if rerr := n.load().refusal(n); rerr != nil {

@@ -44,7 +44,7 @@ func (m *meshActor) onHello(msg *inboundHello) {
 	p.w = newWriter(n.cfg.Socket.SendHWM, func(b []byte) error {
 		return ln.Send(idb, b)
 	}, func(err error) {
-		_ = n.mesh().Tell(&pipeFailed{p: p, err: fmt.Errorf("%w: %w", wire.ErrPeerLost, err)})
+		_ = n.mesh().TellControl(&pipeFailed{p: p, err: fmt.Errorf("%w: %w", wire.ErrPeerLost, err)})
 	})
 	// The pipe's end (refused, lost, closed) closes its connection too,
 	// after the last frame (a Reject, a goodbye) went out: a refused
@@ -145,7 +145,7 @@ func (m *meshActor) execute(p *pipe, out handshake.Output) {
 	if !out.Deadline.IsZero() && !p.hsTimer {
 		p.hsTimer = true
 		ref := m.self
-		time.AfterFunc(time.Until(out.Deadline), func() { _ = ref.Tell(&handshakeTimeout{p: p}) })
+		time.AfterFunc(time.Until(out.Deadline), func() { _ = ref.TellControl(&handshakeTimeout{p: p}) })
 	}
 }
 

@@ -105,7 +105,7 @@ func (m *meshActor) hungSweep() {
 		n.log.Info().Int("hung", total).Msg("admission resumed")
 	}
 	ref, epoch := m.self, m.epoch
-	time.AfterFunc(n.cfg.HungCheckInterval, func() { _ = ref.Tell(&hungCheck{epoch: epoch}) })
+	time.AfterFunc(n.cfg.HungCheckInterval, func() { _ = ref.TellControl(&hungCheck{epoch: epoch}) })
 }
 
 // ownerInfo names one owner's tracker and tree path.

@@ -190,7 +190,7 @@ func (n *Node) readConn(p *pipe) {
 				n.cnt.protocolErrors.Add(1)
 				continue
 			}
-			_ = n.mesh().Tell(&pipeFailed{p: p, err: fmt.Errorf("%w: %w", wire.ErrPeerLost, err)})
+			_ = n.mesh().TellControl(&pipeFailed{p: p, err: fmt.Errorf("%w: %w", wire.ErrPeerLost, err)})
 			return
 		}
 		n.onFrame(p, frame)
@@ -215,7 +215,7 @@ func (n *Node) onFrame(p *pipe, raw []byte) {
 		// Not pooled again: the failed decode may have left references
 		// anywhere in the batch array.
 		n.cnt.protocolErrors.Add(1)
-		_ = n.mesh().Tell(&pipeFailed{p: p, err: err})
+		_ = n.mesh().TellControl(&pipeFailed{p: p, err: err})
 		return
 	}
 	if cap(f.Batch) > cap(fb.batch) {

@@ -13,7 +13,7 @@ import (
 func (n *Node) meshSpec() actors.Spec {
 	return actors.Spec{
 		Name: "mesh:" + n.cfg.Mesh, Kind: "meshnode",
-		MaxMessages: 1 << 16, MaxBytes: 0,
+		MaxMessages: meshMailboxMessages, MaxBytes: meshMailboxBytes,
 		Supervisor: supervisor.DefaultConfig(),
 		Producer:   func() actor.Actor { return newMeshActor(n) },
 	}

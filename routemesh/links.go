@@ -30,8 +30,8 @@ func (m *meshActor) makeReady(p *pipe) {
 	// starts its liveness machine in its own Started.
 	ref, err := n.sys.SpawnChild(m.c, actors.Spec{
 		Name: "peer:" + l.rid + "#" + strconv.FormatUint(n.peerSeq.Add(1), 10), Kind: "peer",
-		MaxMessages: 4096,
-		Producer:    func() actor.Actor { return newPeerActor(n, m.self, p, l) },
+		MaxMessages: peerMailboxMessages, MaxBytes: peerMailboxBytes,
+		Producer: func() actor.Actor { return newPeerActor(n, m.self, p, l) },
 	})
 	if err != nil {
 		m.dropPipe(p, err)
@@ -58,7 +58,7 @@ func (m *meshActor) dropPipe(p *pipe, reason error) {
 	} else if m.pipes[p.id] == p && !m.stopped && p.getState() == pipeReady && p.link != nil && p.link.peer != nil {
 		// A ready pipe's socket closed or failed: let its peer actor apply
 		// what the reader queued before (a goodbye) and report the verdict.
-		if p.link.peer.Tell(&peerClosed{reason: reason}) == nil {
+		if p.link.peer.TellControl(&peerClosed{reason: reason}) == nil {
 			return
 		}
 	}

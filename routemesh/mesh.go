@@ -211,11 +211,11 @@ func (m *meshActor) release(msg any) {
 		}
 	case *discChange: // discovery moves on (its next round redoes what is missing)
 		if msg.ack != nil {
-			_ = msg.ack.Tell(&discApplied{seq: msg.seq})
+			_ = msg.ack.TellControl(&discApplied{seq: msg.seq})
 		}
 	case *manualMatch:
 		if msg.ack != nil {
-			_ = msg.ack.Tell(&discApplied{seq: msg.seq})
+			_ = msg.ack.TellControl(&discApplied{seq: msg.seq})
 		}
 	}
 }
@@ -273,11 +273,11 @@ func (m *meshActor) start(c actor.Context) {
 	direct := m.spawn(c, n.directSpec())
 	n.update(func(v *view) { v.direct = direct })
 	epoch := m.epoch
-	m.spawn(c, actors.Spec{Name: "channels", Kind: "supervisor", Supervisor: supervisor.DefaultConfig(),
+	m.spawn(c, actors.Spec{Name: "channels", Kind: "supervisor", MaxMessages: ownedMailboxMessages, Supervisor: supervisor.DefaultConfig(),
 		Producer: func() actor.Actor { return &channelsActor{n: n, mesh: m.self, epoch: epoch} }})
-	m.spawn(c, actors.Spec{Name: "listener", Kind: "listener", Producer: func() actor.Actor { return &listenerActor{n: n} }})
+	m.spawn(c, actors.Spec{Name: "listener", Kind: "listener", MaxMessages: ownedMailboxMessages, Producer: func() actor.Actor { return &listenerActor{n: n} }})
 	if n.lease != nil {
-		m.spawn(c, actors.Spec{Name: "lease", Kind: "lease", Producer: func() actor.Actor { return &leaseActor{n: n} }})
+		m.spawn(c, actors.Spec{Name: "lease", Kind: "lease", MaxMessages: ownedMailboxMessages, Producer: func() actor.Actor { return &leaseActor{n: n} }})
 	}
 	if n.needsDiscovery() {
 		m.spawn(c, n.discoverySpec())

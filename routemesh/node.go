@@ -202,7 +202,7 @@ func Start(ctx context.Context, cfg *Config, deps Deps) (*Node, error) {
 	}
 	ln, err := n.tr.Listen(cfg.Listen, transport.Events{OnClosed: func(id string, reason error) {
 		if ref := n.mesh(); ref != nil {
-			_ = ref.Tell(&connClosed{id: id, reason: reason})
+			_ = ref.TellControl(&connClosed{id: id, reason: reason})
 		}
 	}})
 	if err != nil {

@@ -38,7 +38,7 @@ func (n *Node) goOwned(owner func() *actors.Ref, fn func()) bool {
 			if r := recover(); r != nil {
 				gp := &goroutinePanic{value: r, stack: debug.Stack()}
 				n.log.Error().Interface("panic", r).Msg("owned goroutine panicked")
-				if ref := owner(); ref == nil || ref.Tell(gp) != nil {
+				if ref := owner(); ref == nil || ref.TellControl(gp) != nil {
 					n.Fail(gp)
 				}
 			}
@@ -112,7 +112,7 @@ type writerActor struct {
 
 func (a *writerActor) Receive(c actor.Context) {
 	if _, ok := c.Message().(*actor.Restarting); ok {
-		_ = a.mesh.Tell(&pipeFailed{p: a.p, err: fmt.Errorf("%w: writer restarted", wire.ErrPeerLost)})
+		_ = a.mesh.TellControl(&pipeFailed{p: a.p, err: fmt.Errorf("%w: writer restarted", wire.ErrPeerLost)})
 	}
 }
 

@@ -83,7 +83,7 @@ func (a *peerActor) Receive(c actor.Context) {
 		}
 		a.self = a.n.sys.Self(c)
 		mesh, p := a.mesh, a.p
-		if _, err := a.n.sys.SpawnChild(c, actors.Spec{Name: "writer", Kind: "writer",
+		if _, err := a.n.sys.SpawnChild(c, actors.Spec{Name: "writer", Kind: "writer", MaxMessages: ownedMailboxMessages,
 			Producer: func() actor.Actor { return &writerActor{n: a.n, mesh: mesh, p: p} }}); err != nil {
 			panic(err)
 		}
@@ -114,8 +114,8 @@ func (a *peerActor) Receive(c actor.Context) {
 		}
 		self, reason := a.self, msg.reason
 		time.AfterFunc(closeGrace, func() {
-			if self.Tell(&peerClosedLate{reason: reason}) != nil {
-				_ = a.mesh.Tell(&peerLost{p: a.p, reason: &peerVerdict{err: reason}})
+			if self.TellControl(&peerClosedLate{reason: reason}) != nil {
+				_ = a.mesh.TellControl(&peerLost{p: a.p, reason: &peerVerdict{err: reason}})
 			}
 		})
 	case *peerClosedLate:
@@ -143,7 +143,7 @@ func (a *peerActor) release(msg any) {
 func (a *peerActor) closed(reason error) {
 	a.stopTimer()
 	a.lost = true
-	_ = a.mesh.Tell(&peerLost{p: a.p, reason: &peerVerdict{err: reason}})
+	_ = a.mesh.TellControl(&peerLost{p: a.p, reason: &peerVerdict{err: reason}})
 }
 
 func (a *peerActor) stopTimer() {
@@ -155,7 +155,7 @@ func (a *peerActor) stopTimer() {
 func (a *peerActor) reportLost(reason error) {
 	if !a.lost {
 		a.lost = true
-		_ = a.mesh.Tell(&peerLost{p: a.p, reason: &peerVerdict{err: reason}})
+		_ = a.mesh.TellControl(&peerLost{p: a.p, reason: &peerVerdict{err: reason}})
 	}
 }
 
@@ -183,7 +183,7 @@ func (a *peerActor) tick(now time.Time) {
 		d = time.Millisecond
 	}
 	self := a.self
-	a.timer = time.AfterFunc(d, func() { _ = self.Tell(&peerTick{}) })
+	a.timer = time.AfterFunc(d, func() { _ = self.TellControl(&peerTick{}) })
 }
 
 func (a *peerActor) control(e *wire.Envelope) {
@@ -227,7 +227,7 @@ func (a *peerActor) memberUpdate(e *wire.Envelope) {
 	if m, ok := a.n.table.Snapshot().Member(a.l.rid); ok && m.Generation == e.Generation && m.Revision >= e.Revision {
 		return
 	}
-	_ = a.mesh.Tell(&memberUpdate{p: a.p, gen: e.Generation, rev: e.Revision, servers: e.Servers})
+	_ = a.mesh.TellControl(&memberUpdate{p: a.p, gen: e.Generation, rev: e.Revision, servers: e.Servers})
 }
 
 // stopAsync asks an actor to stop without waiting for it.

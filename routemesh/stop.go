@@ -25,7 +25,7 @@ func (n *Node) stop(ctx context.Context) error {
 	defer cancel()
 	// The mesh actor makes the transition; a Failed node has no mesh actor
 	// left, and its state stays Failed until the end.
-	if _, err := n.mesh().Request(wctx, &beginStop{}); err != nil {
+	if _, err := n.mesh().RequestControl(wctx, &beginStop{}); err != nil {
 		n.setState(NodeStopping)
 	}
 	_ = n.calls.wait(wctx)
@@ -52,7 +52,7 @@ func (n *Node) stop(ctx context.Context) error {
 	}
 	sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer scancel()
-	_, _ = n.mesh().Request(sctx, &stopMsg{reason: wire.ErrShuttingDown})
+	_, _ = n.mesh().RequestControl(sctx, &stopMsg{reason: wire.ErrShuttingDown})
 	err = n.mesh().Stop(sctx)
 	// Writers flush what they hold (goodbyes) before the listener closes.
 	n.writers.Wait()

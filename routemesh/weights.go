@@ -21,7 +21,7 @@ func (n *Node) SetWeight(ctx context.Context, channel string, weight int) error 
 	if co == nil || co.role != RoleServer {
 		return &ConfigError{Mesh: n.cfg.Mesh, Channel: channel, Err: ErrUnknownChannel}
 	}
-	_, err := n.mesh().Request(ctx, &setWeight{channel: channel, weight: uint16(weight)})
+	_, err := n.mesh().RequestControl(ctx, &setWeight{channel: channel, weight: uint16(weight)})
 	return err
 }
 
