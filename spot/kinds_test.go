@@ -440,3 +440,34 @@ func TestKinds_BoundsCheckedAtStart(t *testing.T) {
 		t.Fatalf("descriptor of %d kinds: %d kinds, %v", spot.MaxKinds, len(d.Kinds), err)
 	}
 }
+
+// A drain finds no other server hosting a persistent kind: those Spots are
+// saved and released; calls for the kind end ErrNoTarget while nobody
+// hosts it, and a server that hosts it later restores their state.
+func TestKinds_DrainWithoutAnotherHostSavesAndReleases(t *testing.T) {
+	store := location.NewMemory()
+	_, c := startNode(t, store, "osc", nodeOpts{role: routemesh.ObjectServer, kinds: []spot.Registration{hostedKind("player", true)}})
+	_, b := startNode(t, store, "osb", nodeOpts{role: routemesh.ObjectServer, kinds: []spot.Registration{hostedKind("room", true)}})
+	_, cl := startNode(t, store, "oc", nodeOpts{role: routemesh.ObjectClient})
+	waitSpots(t, c, b, cl)
+	for i := range 5 {
+		addTo(t, cl, "player", fmt.Sprintf("p-%d", i), 1)
+	}
+	ctx := ctxT(t, 30*time.Second)
+	if err := c.Drain(ctx); err != nil {
+		t.Fatalf("drain: %v", err)
+	}
+	if st, _ := spot.StatsOf(c); st.Moves != 0 || st.Kinds[0].Active != 0 {
+		t.Fatalf("drain with no other player host: %d moved, %d active", st.Moves, st.Kinds[0].Active)
+	}
+	if _, err := spot.Call(ctx, cl, "player", "p-0", hAddP, 1); !errors.Is(err, spot.ErrNoTarget) || !strings.Contains(err.Error(), "kind player") {
+		t.Fatalf("a player call with its only host draining: %v, want ErrNoTarget naming player", err)
+	}
+	_, a := startNode(t, store, "osa", nodeOpts{role: routemesh.ObjectServer, kinds: []spot.Registration{hostedKind("player", true)}})
+	waitSpots(t, a, b, cl)
+	for i := range 5 {
+		if v, owner := addTo(t, cl, "player", fmt.Sprintf("p-%d", i), 1); v != 2 || owner != a.RID() {
+			t.Fatalf("p-%d on the new player host: %d on %s, want 2 on %s", i, v, owner, a.RID())
+		}
+	}
+}
