@@ -183,8 +183,9 @@
 // Size limits, enforced on write (ErrInvalid) and on read (ErrCorrupt):
 // mesh names, RIDs, fanout channels, Server channel names and Spot kinds at
 // most 256 bytes; endpoints and security identities at most 1024 bytes; at
-// most 1024 Servers per descriptor, each weight 0..10000; an encoded
-// record at most 512 KiB.
+// most 1024 Servers per descriptor, each weight 0..10000; at most 64 Spot
+// kinds per descriptor (each a Spot kind name, listed sorted and once); an
+// encoded record at most 512 KiB.
 //
 // # Boundaries
 //

@@ -367,5 +367,5 @@ func descriptorEqual(a, b Descriptor) bool {
 		a.Revision == b.Revision && a.Endpoint == b.Endpoint && maps.Equal(a.Servers, b.Servers) &&
 		a.ObjectRole == b.ObjectRole && a.PlacementWeight == b.PlacementWeight &&
 		a.SecurityIdentity == b.SecurityIdentity && a.Protocol == b.Protocol && a.Draining == b.Draining &&
-		a.Discovers == b.Discovers
+		a.Discovers == b.Discovers && (a.Kinds == nil) == (b.Kinds == nil) && slices.Equal(a.Kinds, b.Kinds)
 }

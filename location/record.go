@@ -19,6 +19,9 @@ const (
 	maxEndpointLen = 1024
 	// maxServers bounds the Server entries of one descriptor.
 	maxServers = 1024
+	// maxKinds bounds the Spot kinds one descriptor lists (each a Spot
+	// kind name, at most maxNameLen bytes).
+	maxKinds = 64
 	// maxServerWeight is the highest Server channel weight.
 	maxServerWeight = 10000
 	// maxEpoch is the highest fencing epoch: at most 15 decimal digits,
@@ -52,6 +55,9 @@ type descriptorRecord struct {
 	Protocol         uint16            `msgpack:"p"`
 	Draining         bool              `msgpack:"d"`
 	Discovers        bool              `msgpack:"a"`
+	// Kinds is written only when the descriptor lists its kinds (non-nil,
+	// possibly empty); a reader of an older version skips it.
+	Kinds *[]string `msgpack:"k,omitempty"`
 }
 
 type publisherRecord struct {
@@ -62,12 +68,16 @@ type publisherRecord struct {
 }
 
 func encodeDescriptor(d Descriptor) (string, error) {
-	b, err := msgpack.Marshal(descriptorRecord{
+	rec := descriptorRecord{
 		Mesh: d.Mesh, RID: d.RID, Generation: d.Generation, Revision: d.Revision, Endpoint: d.Endpoint,
 		Servers: d.Servers, ObjectRole: uint8(d.ObjectRole), PlacementWeight: d.PlacementWeight,
 		SecurityIdentity: d.SecurityIdentity, Protocol: d.Protocol, Draining: d.Draining,
 		Discovers: d.Discovers,
-	})
+	}
+	if d.Kinds != nil {
+		rec.Kinds = &d.Kinds
+	}
+	b, err := msgpack.Marshal(rec)
 	if err != nil {
 		return "", fmt.Errorf("zlink: encode descriptor: %w", err)
 	}
@@ -120,6 +130,8 @@ func decodeDescriptor(s string) (Descriptor, error) {
 			d.Draining, err = r.bool()
 		case "a":
 			d.Discovers, err = r.bool()
+		case "k":
+			d.Kinds, err = r.kinds()
 		default:
 			return r.skip(0)
 		}

@@ -179,6 +179,48 @@ func (r *msgReader) servers() (map[string]uint16, error) {
 	return m, nil
 }
 
+func (r *msgReader) arrayLen() (n int, isNil bool, err error) {
+	c, err := r.code()
+	if err != nil {
+		return 0, false, err
+	}
+	switch {
+	case c == 0xc0:
+		return 0, true, nil
+	case c >= 0x90 && c <= 0x9f:
+		return int(c & 0x0f), false, nil
+	case c == 0xdc:
+		n, err = r.length(2)
+	case c == 0xdd:
+		n, err = r.length(4)
+	default:
+		return 0, false, fmt.Errorf("code 0x%02x is not an array", c)
+	}
+	return n, false, err
+}
+
+// kinds reads the Spot kinds of a descriptor: nil (msgpack nil, the same
+// as an absent field) or a list of at most maxKinds names; validate checks
+// each name and the order.
+func (r *msgReader) kinds() ([]string, error) {
+	n, isNil, err := r.arrayLen()
+	if err != nil || isNil {
+		return nil, err
+	}
+	if n > maxKinds {
+		return nil, fmt.Errorf("%d kinds, more than %d", n, maxKinds)
+	}
+	out := make([]string, 0, n) // n ≤ maxKinds: non-nil even when empty
+	for range n {
+		k, err := r.str(maxNameLen)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
 // skip passes over one value of a field this version does not know (a
 // newer writer's): scalars, strings and containers nested at most
 // maxSkipDepth deep. Nothing is allocated.

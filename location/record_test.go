@@ -2,9 +2,11 @@ package location
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -35,6 +37,7 @@ func mustEncode(t testing.TB, v any) string {
 
 func sameDesc(a, b Descriptor) bool {
 	return maps.Equal(a.Servers, b.Servers) && (a.Servers == nil) == (b.Servers == nil) &&
+		slices.Equal(a.Kinds, b.Kinds) && (a.Kinds == nil) == (b.Kinds == nil) &&
 		a.Mesh == b.Mesh && a.RID == b.RID && a.Generation == b.Generation && a.Revision == b.Revision &&
 		a.Endpoint == b.Endpoint && a.ObjectRole == b.ObjectRole && a.PlacementWeight == b.PlacementWeight &&
 		a.SecurityIdentity == b.SecurityIdentity && a.Protocol == b.Protocol && a.Draining == b.Draining
@@ -58,6 +61,12 @@ func TestDecodeDescriptor_RoundTrip(t *testing.T) {
 		if rapid.Bool().Draw(t, "servers") {
 			d.Servers = rapid.MapOfN(name, rapid.Uint16Max(maxServerWeight), 0, 20).Draw(t, "servers")
 		}
+		if rapid.Bool().Draw(t, "lists kinds") { // else nil: not listed
+			d.Kinds = slices.Sorted(maps.Keys(rapid.MapOfN(name, rapid.Bool(), 0, maxKinds).Draw(t, "kinds")))
+			if d.Kinds == nil {
+				d.Kinds = []string{} // lists none
+			}
+		}
 		blob, err := encodeDescriptor(d)
 		if err != nil {
 			t.Fatal(err)
@@ -76,6 +85,9 @@ func TestDecodeDescriptor_RoundTrip(t *testing.T) {
 		rec := descriptorRecord{Mesh: d.Mesh, RID: d.RID, Generation: d.Generation, Revision: d.Revision,
 			Endpoint: d.Endpoint, Servers: d.Servers, ObjectRole: uint8(d.ObjectRole), PlacementWeight: d.PlacementWeight,
 			SecurityIdentity: d.SecurityIdentity, Protocol: d.Protocol, Draining: d.Draining}
+		if d.Kinds != nil {
+			rec.Kinds = &d.Kinds
+		}
 		if err := enc.Encode(rec); err != nil {
 			t.Fatal(err)
 		}
@@ -143,6 +155,10 @@ func TestDecodeDescriptor_Hostile(t *testing.T) {
 	for i := range maxServers + 1 {
 		manyServers[strings.Repeat("s", 1+i%200)+string(rune('a'+i%26))+string(rune('a'+i/26%26))] = 1
 	}
+	var manyKinds []string
+	for i := range maxKinds + 1 {
+		manyKinds = append(manyKinds, fmt.Sprintf("kind-%03d", i))
+	}
 	deep := strings.Repeat("\x91", 100) + "\xc0"
 	for name, blob := range map[string]string{
 		"empty":                "",
@@ -175,6 +191,15 @@ func TestDecodeDescriptor_Hostile(t *testing.T) {
 		"weight above maximum": with(func(r *descriptorRecord) { r.Servers = map[string]uint16{"match": maxServerWeight + 1} }),
 		"empty server name":    with(func(r *descriptorRecord) { r.Servers = map[string]uint16{"": 1} }),
 		"too many servers":     with(func(r *descriptorRecord) { r.Servers = manyServers }),
+		"too many kinds":       with(func(r *descriptorRecord) { r.Kinds = &manyKinds }),
+		"kinds array32 lying":  "\x81\xa1k\xdd\xff\xff\xff\xff",
+		"kinds not an array":   "\x81\xa1k\xa4room",
+		"kind not a string":    "\x81\xa1k\x91\x01",
+		"empty kind":           with(func(r *descriptorRecord) { r.Kinds = &[]string{""} }),
+		"oversized kind":       with(func(r *descriptorRecord) { r.Kinds = &[]string{strings.Repeat("k", maxNameLen+1)} }),
+		"kind with colon":      with(func(r *descriptorRecord) { r.Kinds = &[]string{"a:b"} }),
+		"kind twice":           with(func(r *descriptorRecord) { r.Kinds = &[]string{"room", "room"} }),
+		"kinds not sorted":     with(func(r *descriptorRecord) { r.Kinds = &[]string{"room", "player"} }),
 		"oversized record":     "\x81\xa1e\xdb\x00\x10\x00\x00" + strings.Repeat("x", maxRecordBytes),
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -261,6 +286,11 @@ func FuzzDecodeDescriptor(f *testing.F) {
 	}
 	f.Add([]byte("\xdf\xff\xff\xff\xff"))
 	f.Add([]byte("\x81\xa1s\xdf\xff\xff\xff\xff"))
+	d.Kinds = []string{"player", "room"}
+	if withKinds, err := encodeDescriptor(d); err == nil {
+		f.Add([]byte(withKinds))
+	}
+	f.Add([]byte("\x81\xa1k\xdd\xff\xff\xff\xff"))
 	f.Add([]byte("\x81\xa1z" + strings.Repeat("\x91", 10) + "\xc0"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var got Descriptor
@@ -283,6 +313,9 @@ func FuzzDecodeDescriptor(f *testing.F) {
 		oracle := Descriptor{Mesh: rec.Mesh, RID: rec.RID, Generation: rec.Generation, Revision: rec.Revision,
 			Endpoint: rec.Endpoint, Servers: rec.Servers, ObjectRole: ObjectRole(rec.ObjectRole),
 			PlacementWeight: rec.PlacementWeight, SecurityIdentity: rec.SecurityIdentity, Protocol: rec.Protocol, Draining: rec.Draining}
+		if rec.Kinds != nil {
+			oracle.Kinds = *rec.Kinds
+		}
 		if len(oracle.Servers) == 0 && len(got.Servers) == 0 {
 			oracle.Servers, got.Servers = nil, nil
 		}
@@ -367,4 +400,55 @@ func FuzzParseSpotRecord(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A descriptor's kinds: absent (an older writer) reads as nil, an empty
+// list stays empty, a full list round-trips; an older reader, which knows
+// no "k", skips the field (shown by decoding with "k" treated as unknown).
+func TestDecodeDescriptor_Kinds(t *testing.T) {
+	d := validDescriptor()
+	old := mustEncode(t, descriptorRecord{Mesh: d.Mesh, RID: d.RID, Generation: d.Generation, Revision: d.Revision,
+		Endpoint: d.Endpoint, Servers: d.Servers, ObjectRole: uint8(d.ObjectRole), PlacementWeight: d.PlacementWeight,
+		SecurityIdentity: d.SecurityIdentity, Protocol: d.Protocol, Draining: d.Draining})
+	got, err := decodeDescriptor(old)
+	if err != nil || got.Kinds != nil || !got.Hosts("anything") {
+		t.Fatalf("descriptor without kinds: %+v %v (want Kinds nil, hosting every kind)", got.Kinds, err)
+	}
+	for _, kinds := range [][]string{{}, {"player"}, {"player", "room"}} {
+		d.Kinds = kinds
+		blob, err := encodeDescriptor(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := decodeDescriptor(blob)
+		if err != nil || !sameDesc(got, d) {
+			t.Fatalf("kinds %q: %+v %v", kinds, got.Kinds, err)
+		}
+		if got.Hosts("guild") || got.Hosts("player") != slices.Contains(kinds, "player") {
+			t.Fatalf("kinds %q: Hosts disagrees", kinds)
+		}
+		// An older reader: the same record with "k" renamed to a key it
+		// does not know decodes to the descriptor without kinds.
+		renamed := strings.Replace(blob, "\xa1k", "\xa1z", 1)
+		if got, err := decodeDescriptor(renamed); err != nil || got.Kinds != nil {
+			t.Fatalf("kinds %q as an unknown field: %+v %v", kinds, got.Kinds, err)
+		}
+	}
+	// The limits: 64 kinds of 256 bytes fit in a record.
+	d.Kinds = nil
+	for i := range maxKinds {
+		d.Kinds = append(d.Kinds, fmt.Sprintf("%03d", i)+strings.Repeat("k", maxNameLen-3))
+	}
+	blob, err := encodeDescriptor(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := decodeDescriptor(blob); err != nil || !sameDesc(got, d) {
+		t.Fatalf("64 kinds of 256 bytes: %v", err)
+	}
+	// Not an Object Server: hosts nothing, whatever it lists.
+	d.ObjectRole = RoleClient
+	if d.Hosts("") || d.Hosts(d.Kinds[0]) {
+		t.Fatal("an Object Client hosts a kind")
+	}
 }

@@ -3,6 +3,7 @@ package location
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 )
@@ -62,12 +63,34 @@ type Descriptor struct {
 	// (manual topology) never dials from descriptors: automatic nodes dial
 	// it, whatever the order of the RIDs.
 	Discovers bool
+	// Kinds lists the Spot kinds an Object Server hosts, sorted, each
+	// 1..256 bytes without ':', at most 64, no duplicates. nil means the
+	// writer does not say (a version before kinds per Object Server, or an
+	// Object Server without the Spot runtime): readers take such a server
+	// as hosting every kind, as every Object Server did then. A non-nil
+	// empty list: it hosts none. Stored only when non-nil, so a reader of
+	// an older version skips it.
+	Kinds []string
 }
 
-// Clone returns a deep copy of d (the Servers map is copied).
+// Hosts reports whether the descriptor's node hosts Spots of kind: an
+// Object Server that lists kind, or that lists none at all (Kinds nil).
+// kind "" asks whether it hosts Spots at all (any Object Server).
+func (d Descriptor) Hosts(kind string) bool {
+	if d.ObjectRole != RoleServer {
+		return false
+	}
+	return d.Kinds == nil || kind == "" || slices.Contains(d.Kinds, kind)
+}
+
+// Clone returns a deep copy of d (the Servers map and Kinds are copied;
+// a nil Kinds stays nil, an empty one empty).
 func (d Descriptor) Clone() Descriptor {
 	if d.Servers != nil {
 		d.Servers = maps.Clone(d.Servers)
+	}
+	if d.Kinds != nil {
+		d.Kinds = append(make([]string, 0, len(d.Kinds)), d.Kinds...)
 	}
 	return d
 }
@@ -97,6 +120,23 @@ func (d Descriptor) validate() error {
 	for name, w := range d.Servers {
 		if name == "" || len(name) > maxNameLen || w > maxServerWeight {
 			return invalidf("descriptor %s/%s: server %.64q weight %d", d.Mesh, d.RID, name, w)
+		}
+	}
+	return validKinds(d)
+}
+
+// validKinds checks a descriptor's Spot kinds: at most maxKinds, each a
+// valid Spot kind name, sorted without duplicates.
+func validKinds(d Descriptor) error {
+	if len(d.Kinds) > maxKinds {
+		return invalidf("descriptor %s/%s: %d kinds, more than %d", d.Mesh, d.RID, len(d.Kinds), maxKinds)
+	}
+	for i, k := range d.Kinds {
+		if k == "" || len(k) > maxNameLen || strings.Contains(k, ":") {
+			return invalidf("descriptor %s/%s: spot kind %.64q", d.Mesh, d.RID, k)
+		}
+		if i > 0 && d.Kinds[i-1] >= k {
+			return invalidf("descriptor %s/%s: spot kinds not sorted or listed twice (%.64q)", d.Mesh, d.RID, k)
 		}
 	}
 	return nil

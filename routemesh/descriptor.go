@@ -3,6 +3,7 @@ package routemesh
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,8 +29,33 @@ func (n *Node) descriptor() location.Descriptor {
 		Endpoint: n.endpoint, Servers: cp, ObjectRole: locationRole(n.cfg.ObjectRole),
 		PlacementWeight: n.cfg.PlacementWeight, SecurityIdentity: n.trust.SecurityIdentity(),
 		Protocol: wire.ProtocolVersion, Draining: v.state == NodeDraining,
-		Discovers: n.cfg.Automatic(),
+		Discovers: n.cfg.Automatic(), Kinds: n.kinds,
 	}
+}
+
+// hostedKinds collects the kinds the node's extensions host (KindHost),
+// sorted and each once: nil on a node that is not an Object Server or has
+// no KindHost (its descriptor then does not list kinds), else non-nil.
+func (n *Node) hostedKinds() []string {
+	if n.cfg.ObjectRole != ObjectServer {
+		return nil
+	}
+	var out []string
+	hosts := false
+	for _, e := range n.exts {
+		if h, ok := e.ext.(KindHost); ok {
+			hosts = true
+			out = append(out, h.HostedKinds()...)
+		}
+	}
+	if !hosts {
+		return nil
+	}
+	if out == nil {
+		out = []string{} // hosts no kind: listed as such
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 func locationRole(r ObjectRole) location.ObjectRole {

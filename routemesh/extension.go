@@ -31,6 +31,17 @@ type Extension interface {
 	Stop(ctx context.Context)
 }
 
+// KindHost is an Extension that hosts kinds of objects on an Object
+// Server (the Spot runtime hosts Spot kinds). The node lists them in its
+// descriptor (location.Descriptor.Kinds), so callers place a kind only on
+// the Object Servers that host it. HostedKinds is asked once, after every
+// extension was built at Start; the names must meet the Location Store's
+// limits (at most 64, each a Spot kind name of at most 256 bytes), which
+// the extension checks when it is built.
+type KindHost interface {
+	HostedKinds() []string
+}
+
 // ExtensionFactory builds an extension for a starting node. An error
 // fails Start.
 type ExtensionFactory func(n *Node) (Extension, error)

@@ -116,6 +116,7 @@ type Node struct {
 	onRevision func()
 	lease      *lease             // descriptor publisher; nil without a store
 	exts       []namedExtension   // built once at Start (extension.go)
+	kinds      []string           // Spot kinds published in the descriptor (hostedKinds); fixed at Start
 	dctx       context.Context    // discovery and lease; cancelled first on Stop
 	dcancel    context.CancelFunc //
 
@@ -215,16 +216,17 @@ func Start(ctx context.Context, cfg *Config, deps Deps) (*Node, error) {
 	n.ln = ln
 	n.endpoint = ident.Advertised(n.ln.Addr(), cfg.AdvertiseHost)
 	n.log = n.log.With().Str("endpoint", n.endpoint).Logger()
-	if deps.Store != nil {
-		n.lease = newLease(n, deps.Store, n.descriptor())
-		le := n.lease
-		n.onRevision = func() { le.set(n.descriptor()) }
-	}
-
 	if err := n.startExtensions(); err != nil {
 		_ = n.ln.Close()
 		closeAll()
 		return nil, err
+	}
+	// After the extensions: the descriptor lists the kinds they host.
+	n.kinds = n.hostedKinds()
+	if deps.Store != nil {
+		n.lease = newLease(n, deps.Store, n.descriptor())
+		le := n.lease
+		n.onRevision = func() { le.set(n.descriptor()) }
 	}
 	if err := n.waitForRID(ctx); err != nil {
 		_ = n.ln.Close()

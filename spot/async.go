@@ -109,8 +109,9 @@ func (r *Replies) CallSpot(c *Context, kind, id, packet string, payload []byte, 
 // loop (callTo) turned into steps that run when each hop's answer
 // arrives, so no goroutine waits for it. A hop that must back off, or a
 // redirect, continues from a timer; only a call that finds no Object
-// Server at all waits for a fresh listing on a goroutine of its own (as
-// long as that takes, bounded by the deadline).
+// Server for its kind, or was answered "kind not hosted", waits for a
+// fresh listing on a goroutine of its own (as long as that takes, bounded
+// by the deadline).
 type spotCall struct {
 	rt       *runtime
 	trace    context.Context // nil, or the turn's context: each hop continues its trace
@@ -127,7 +128,10 @@ func (sc *spotCall) step(target string) {
 	rt := sc.rt
 	if target == "" {
 		var ok bool
-		if target, ok = rt.place(sc.h.kind, sc.h.id); !ok {
+		if !sc.h.relist { // after "kind not hosted": a fresh listing first
+			target, ok = rt.place(sc.h.kind, sc.h.id)
+		}
+		if !ok {
 			if !rt.goStore(sc.placeFresh) {
 				sc.end(nil, Result{}, fmt.Errorf("%w: spots stopping", ErrNoTarget))
 			}
@@ -146,7 +150,7 @@ func (sc *spotCall) step(target string) {
 func (sc *spotCall) placeFresh() {
 	ctx, cancel := context.WithDeadline(sc.rt.base, sc.deadline)
 	defer cancel()
-	target, ok := sc.rt.placeFresh(ctx, sc.h.kind, sc.h.id)
+	target, ok := sc.rt.placeFor(ctx, sc.h)
 	if !ok {
 		sc.end(nil, Result{}, noServer(sc.h))
 		return

@@ -14,7 +14,8 @@ import (
 
 // Call sends req to the Spot (kind, id) through node n and returns its
 // typed reply. It ends exactly once: the reply, or an error that matches
-// ErrNoTarget (no Object Server can host it, or more than two redirects),
+// ErrNoTarget (no ready Object Server hosts the kind, a second "kind not
+// hosted" answer, or more than two redirects),
 // ErrCycle, ErrFenced, ErrHandler, or one of the RouteMesh's terminal
 // errors (ErrTimeout at ctx's deadline, ErrBusy, ErrPeerLost, ...). Called
 // with a handler's *Context, the call carries the call chain.
@@ -149,7 +150,7 @@ func (rt *runtime) callTo(ctx context.Context, h *header, target string) ([]byte
 	for {
 		if target == "" {
 			var ok bool
-			if target, ok = rt.placeFresh(ctx, h.kind, h.id); !ok {
+			if target, ok = rt.placeFor(ctx, h); !ok {
 				return nil, Result{}, noServer(h)
 			}
 		}
@@ -188,7 +189,7 @@ func (rt *runtime) hopCall(ctx context.Context, c *Context, target string, paylo
 }
 
 func noServer(h *header) error {
-	return fmt.Errorf("%w: no ready Object Server for spot %s/%s", ErrNoTarget, h.kind, h.id)
+	return fmt.Errorf("%w: no ready Object Server hosts kind %s (spot %s/%s)", ErrNoTarget, h.kind, h.kind, h.id)
 }
 
 func nextBackoff(d time.Duration) time.Duration { return min(2*d, 200*time.Millisecond) }
@@ -226,6 +227,9 @@ func (rt *runtime) afterHop(h *header, target string, out []byte, err error) hop
 		rt.cache.put(kind, id, target)
 		return hop{done: true, body: rep.body, res: Result{Owner: cmp.Or(rep.owner, target), Epoch: rep.epoch}}
 	case stError:
+		if rep.detail == detailNotHosted && h.flags&flagRoute == 0 {
+			return rt.notHosted(h, target)
+		}
 		return hop{done: true, err: rep.err()}
 	case stRedirect:
 		h.hops++
@@ -249,6 +253,20 @@ func (rt *runtime) afterHop(h *header, target string, out []byte, err error) hop
 	// A redirect to nobody reachable, or stRetry: ask placement again.
 	rt.cache.drop(kind, id, "")
 	return hop{pause: true}
+}
+
+// notHosted follows a "kind not hosted" answer of target (it did not
+// run the call): the first one makes the call place again after a fresh
+// listing of the mesh (the caller's listing was older than target's
+// kinds); a second one ends it with ErrNoTarget.
+func (rt *runtime) notHosted(h *header, target string) hop {
+	rt.cache.drop(h.kind, h.id, target)
+	if h.relisted {
+		return hop{done: true, err: fmt.Errorf("%w: %w: %s does not host kind %s (spot %s/%s), also after a fresh listing of the mesh",
+			ErrNoTarget, ErrUnknownKind, target, h.kind, h.kind, h.id)}
+	}
+	h.relist, h.relisted = true, true
+	return hop{}
 }
 
 func (rt *runtime) send(ctx context.Context, kind, id, packet string, payload []byte) error {
@@ -306,42 +324,71 @@ func (rt *runtime) placeFresh(ctx context.Context, kind, id string) (string, boo
 	if rid, ok := rt.place(kind, id); ok {
 		return rid, true
 	}
-	ref := rt.membRef.Load()
-	if ref == nil {
+	if !rt.relist(ctx) {
 		return "", false
-	}
-	before := rt.listed.Load()
-	if ref.Tell(&refreshMembers{}) != nil {
-		return "", false
-	}
-	deadline := time.Now().Add(time.Second)
-	for rt.listed.Load() < before+2 && time.Now().Before(deadline) {
-		if sleepCtx(ctx, 5*time.Millisecond) != nil {
-			return "", false
-		}
 	}
 	return rt.place(kind, id)
 }
 
+// relist asks the members actor for a fresh listing and waits for one
+// that started after the ask (listings run one at a time, so the next one
+// started ends as that number), at most a second (and ctx); false when no
+// listing can be asked for or ctx ended.
+func (rt *runtime) relist(ctx context.Context) bool {
+	ref := rt.membRef.Load()
+	if ref == nil {
+		return false
+	}
+	want := rt.listing.Load() + 1
+	if ref.Tell(&refreshMembers{}) != nil {
+		return false
+	}
+	deadline := time.Now().Add(time.Second)
+	for rt.listed.Load() < want && time.Now().Before(deadline) {
+		if sleepCtx(ctx, 5*time.Millisecond) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// placeFor is placeFresh for the next hop of call h: after a "kind not
+// hosted" answer (h.relist) it first waits for a fresh listing.
+func (rt *runtime) placeFor(ctx context.Context, h *header) (string, bool) {
+	if !h.relist {
+		return rt.placeFresh(ctx, h.kind, h.id)
+	}
+	h.relist = false
+	if !rt.relist(ctx) {
+		return "", false
+	}
+	return rt.place(h.kind, h.id)
+}
+
 var memberPool = sync.Pool{New: func() any { s := make([]placement.Member, 0, 16); return &s }}
 
-// place picks the Object Server that should claim an unowned Spot: ready,
-// not draining, by placement weight.
+// place picks the Object Server that should claim an unowned Spot of
+// kind: one that hosts the kind (kind "": any), ready, not draining, by
+// placement weight.
 func (rt *runtime) place(kind, id string) (string, bool) {
 	ms := *rt.members.Load()
 	bp := memberPool.Get().(*[]placement.Member)
 	cands := (*bp)[:0]
 	self := rt.n.RID()
 	listed := false
-	for _, m := range ms {
+	for i := range ms {
+		m := &ms[i]
 		if !m.server {
 			continue
 		}
 		listed = listed || m.rid == self
+		if !m.hosts(kind) {
+			continue
+		}
 		ready, draining := rt.n.PeerReady(m.rid)
 		cands = append(cands, placement.Member{RID: m.rid, Weight: m.weight, Ready: ready, Draining: draining || m.draining})
 	}
-	if !listed && rt.role == routemesh.ObjectServer && rt.n.Published() {
+	if !listed && rt.role == routemesh.ObjectServer && rt.n.Published() && (kind == "" || rt.kinds[kind] != nil) {
 		// This node before the next listing shows it.
 		ready, draining := rt.n.PeerReady(self)
 		cands = append(cands, placement.Member{RID: self, Weight: rt.n.PlacementWeight(), Ready: ready, Draining: draining})
@@ -350,4 +397,19 @@ func (rt *runtime) place(kind, id string) (string, bool) {
 	*bp = cands[:0]
 	memberPool.Put(bp)
 	return rid, ok
+}
+
+// hostsKind reports whether the Object Server rid hosts kind as the last
+// listing says; true when rid is not listed (it answers for itself).
+func (rt *runtime) hostsKind(rid, kind string) bool {
+	if rid == rt.n.RID() {
+		return rt.kinds[kind] != nil
+	}
+	ms := *rt.members.Load()
+	for i := range ms {
+		if ms[i].rid == rid {
+			return ms[i].hosts(kind)
+		}
+	}
+	return true
 }

@@ -1,8 +1,10 @@
 // Package spot owns Spots: virtual actors addressed by (kind, ID) and
-// never by node. A kind is registered on the Object Servers of a mesh with
-// a state constructor and typed handlers (NewKind, On, OnSend); callers use
-// Call and Send. The runtime places an unowned Spot on a ready,
-// non-draining Object Server (spot/internal/placement), claims it through
+// never by node. A kind is registered on the Object Servers that host it
+// with a state constructor and typed handlers (NewKind, On, OnSend); each
+// server publishes its kinds in its descriptor (routemesh.KindHost);
+// callers use Call and Send. The runtime places an unowned Spot on a
+// ready, non-draining Object Server that hosts its kind
+// (spot/internal/placement), claims it through
 // the ownership record in the Location Store under the fencing rules of
 // internal/fence, activates it as a supervised actor with a bounded
 // mailbox, redirects callers that reach a non-owner, deactivates idle

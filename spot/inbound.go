@@ -53,7 +53,9 @@ func (rt *runtime) inbound(r *routemesh.Request) {
 		rt.answer(r, &h, redirectReply(rt.cache.get(h.kind, h.id), 0))
 		return
 	case ks == nil:
-		rt.answer(r, &h, errorReply(fmt.Errorf("%w: %w: %s", ErrNoTarget, ErrUnknownKind, h.kind)))
+		// Not hosted here: never runs; the caller lists the mesh again.
+		rt.stats.notHosted.Add(1)
+		rt.answer(r, &h, notHostedReply(rt.n.RID(), h.kind))
 		return
 	}
 	if h.flags&(flagsControl|flagHandoff) != 0 {

@@ -11,8 +11,10 @@ import (
 )
 
 // Kind declares one Spot kind: how to make a Spot's state and which
-// packets its handlers answer. Every Object Server of a mesh registers the
-// same kinds. Build it with NewKind and On/OnSend, then pass it to Enable.
+// packets its handlers answer. An Object Server hosts the kinds passed to
+// its Enable (servers of one mesh may host different kinds; each kind's
+// Spots are placed only on its hosts). Build it with NewKind and
+// On/OnSend, then pass it to Enable.
 // A refused setting (a nil handler, a packet registered twice) is kept and
 // Enable returns it.
 type Kind[S any] struct{ reg *kindReg }

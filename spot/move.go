@@ -93,6 +93,9 @@ func (rt *runtime) move(ctx context.Context, ks *kindState, id, to string) error
 	if to == rt.n.RID() {
 		return fmt.Errorf("%w: %s is this node", ErrNoTarget, to)
 	}
+	if !rt.hostsKind(to, ks.reg.name) {
+		return fmt.Errorf("%w: %w: %s does not host kind %s", ErrNoTarget, ErrUnknownKind, to, ks.reg.name)
+	}
 	ref := ks.ref.Load()
 	if ref == nil {
 		return fmt.Errorf("%w: spots restarting", zerr.ErrBusy)

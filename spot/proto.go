@@ -32,6 +32,10 @@ type header struct {
 	packet string
 	chain  []link
 	body   []byte
+
+	// Not on the wire: the caller's state of one call.
+	relist   bool // a "kind not hosted" answer came: place only after a fresh listing
+	relisted bool // the call already had its fresh listing for such an answer
 }
 
 // Header flags.
@@ -164,6 +168,15 @@ const (
 	stError    = 3 // code and message follow
 )
 
+// Details an error reply may carry after its message (a reader ignores
+// the bytes after the message it does not know, so older callers see
+// only the code).
+const (
+	// detailNotHosted: the node does not host the Spot's kind (the code
+	// is no_target); the caller lists the mesh again and places once more.
+	detailNotHosted = 1
+)
+
 // Spot-level error codes beside the wire codes (which they never collide
 // with: wire codes stay below 1000).
 const (
@@ -178,6 +191,7 @@ type reply struct {
 	epoch  uint64
 	code   wire.Code
 	msg    string
+	detail uint64 // of an error: detailNotHosted, or 0
 	body   []byte
 }
 
@@ -214,6 +228,13 @@ func errorReply(err error) []byte {
 	return appendString(b, err.Error())
 }
 
+// notHostedReply answers a request for a kind this node does not host:
+// error no_target with detailNotHosted. It never ran.
+func notHostedReply(rid, kind string) []byte {
+	b := errorReply(fmt.Errorf("%w: %w: %s does not host kind %s", ErrNoTarget, ErrUnknownKind, rid, kind))
+	return binary.AppendUvarint(b, detailNotHosted)
+}
+
 func decodeReply(b []byte) (reply, error) {
 	r := reader{b: b}
 	var rep reply
@@ -231,6 +252,9 @@ func decodeReply(b []byte) (reply, error) {
 	case stError:
 		rep.code = wire.Code(r.uvarint())
 		rep.msg = r.string(1 << 20)
+		if v, n := binary.Uvarint(r.b); r.err == nil && n > 0 {
+			rep.detail = v // what follows it is for later versions
+		}
 	default:
 		return rep, errMalformed
 	}

@@ -2,7 +2,11 @@ package spot
 
 import (
 	"bytes"
+	"errors"
+	"strings"
 	"testing"
+
+	"github.com/zlink-go/zlink/wire"
 )
 
 func TestHeader_RoundTrip(t *testing.T) {
@@ -48,6 +52,7 @@ func FuzzDecodeReply(f *testing.F) {
 	f.Add(okReply(1, []byte("x")))
 	f.Add(redirectReply("n", 2))
 	f.Add(errorReply(ErrFenced))
+	f.Add(notHostedReply("n", "room"))
 	f.Add([]byte{stError, 0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		rep, err := decodeReply(b)
@@ -61,4 +66,35 @@ func FuzzDecodeReply(f *testing.F) {
 			_ = rep.err()
 		}
 	})
+}
+
+// "Kind not hosted" is error no_target with a detail after the message:
+// this version reads the detail; a reader that stops at the message (an
+// older version) sees a plain no_target error.
+func TestReply_NotHosted(t *testing.T) {
+	b := notHostedReply("os-1", "room")
+	rep, err := decodeReply(b)
+	if err != nil || rep.status != stError || rep.code != wire.CodeNoTarget || rep.detail != detailNotHosted {
+		t.Fatalf("not hosted: %+v %v", rep, err)
+	}
+	if e := rep.err(); !errors.Is(e, ErrNoTarget) || !strings.Contains(e.Error(), "does not host kind room") {
+		t.Fatalf("not hosted as an error: %v", e)
+	}
+	// An older reader: status, code and message, nothing after.
+	r := reader{b: b[1:]}
+	if code, msg := wire.Code(r.uvarint()), r.string(1<<20); r.err != nil || code != wire.CodeNoTarget || msg == "" || len(r.b) == 0 {
+		t.Fatalf("older reader: code %v msg %q rest %q %v", code, msg, r.b, r.err)
+	}
+	// A plain error has no detail; bytes a later version appends after
+	// the detail are ignored, and a detail that does not decode is none.
+	if rep, err := decodeReply(errorReply(ErrNoTarget)); err != nil || rep.detail != 0 {
+		t.Fatalf("plain no_target: %+v %v", rep, err)
+	}
+	if rep, err := decodeReply(append(bytes.Clone(b), 0x07, 0x01)); err != nil || rep.detail != detailNotHosted {
+		t.Fatalf("with more bytes after the detail: %+v %v", rep, err)
+	}
+	bad := append(bytes.Clone(b[:len(b)-1]), 0x80)
+	if rep, err := decodeReply(bad); err != nil || rep.detail != 0 {
+		t.Fatalf("a detail that does not decode: %+v %v", rep, err)
+	}
 }

@@ -17,7 +17,7 @@ var ErrManualTopology = errors.New("zlink: blocked: ManualTopologyUnsupported")
 // RelocateResult says what Relocate moved.
 type RelocateResult struct {
 	Moved  int // Spots now on the new host
-	Failed int // Spots that could not move (saved and released instead by a following drain)
+	Failed int // Spots that could not move, their kind not hosted there included (a following drain moves or releases them)
 	Other  int // active Spots of kinds without persistence (they stay until the host drains)
 }
 
@@ -45,6 +45,13 @@ func Relocate(ctx context.Context, n *routemesh.Node, to string) (RelocateResult
 		ids := ks.dir.ids(1 << 30)
 		if ks.reg.persist == nil {
 			res.Other += len(ids)
+			continue
+		}
+		if !rt.hostsKind(to, ks.reg.name) {
+			// The new host does not host the kind: the drain that follows
+			// moves these Spots to servers that do.
+			res.Failed += len(ids)
+			rt.log.Warn().Str("kind", ks.reg.name).Str("to", to).Int("spots", len(ids)).Msg("spots: relocate target does not host the kind; its Spots stay for the drain")
 			continue
 		}
 		for _, id := range ids {

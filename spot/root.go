@@ -2,6 +2,7 @@ package spot
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -249,14 +250,17 @@ func (a *leaseActor) write(c actor.Context, gen uint64, create bool) {
 }
 
 // membersActor lists the mesh's descriptors for placement, once per
-// DiscoveryPoll, off its turn.
+// DiscoveryPoll, off its turn: each Object Server with the kinds it hosts.
 type membersActor struct {
 	rt       *runtime
 	inflight bool
+	again    bool // a listing was asked for while one ran: start another after it
 	last     time.Time
 }
 
-// refreshMembers asks for a listing now (placement found nobody).
+// refreshMembers asks for a listing that starts now or, while one runs,
+// right after it (placement found nobody, or a server answered "kind not
+// hosted").
 type refreshMembers struct{}
 
 type membersListed struct {
@@ -268,7 +272,7 @@ func (a *membersActor) Receive(c actor.Context) {
 	rt := a.rt
 	switch msg := c.Message().(type) {
 	case *actor.Started:
-		a.inflight = false
+		a.inflight, a.again = false, false
 		rt.membRef.Store(rt.n.Actors().Self(c))
 		a.list(c)
 	case *tick:
@@ -281,10 +285,16 @@ func (a *membersActor) Receive(c actor.Context) {
 			rt.members.Store(&msg.list)
 		}
 		rt.listed.Add(1)
-	case *refreshMembers:
-		if !a.inflight {
+		if a.again {
+			a.again = false
 			a.list(c)
 		}
+	case *refreshMembers:
+		if a.inflight {
+			a.again = true // what runs may have read the store before the ask
+			return
+		}
+		a.list(c)
 	}
 }
 
@@ -298,8 +308,18 @@ func (a *membersActor) list(c actor.Context) {
 		descs, err := rt.store.ListDescriptors(ctx, rt.n.Mesh())
 		out := make([]member, 0, len(descs))
 		for _, d := range descs {
-			out = append(out, member{rid: d.RID, weight: d.PlacementWeight, server: d.ObjectRole == location.RoleServer, draining: d.Draining})
+			// nil: the descriptor does not list its kinds (every kind). The
+			// stores list them sorted; another Store may not.
+			kinds := d.Kinds
+			if !slices.IsSorted(kinds) {
+				kinds = slices.Sorted(slices.Values(kinds))
+			}
+			out = append(out, member{rid: d.RID, weight: d.PlacementWeight, server: d.ObjectRole == location.RoleServer,
+				draining: d.Draining, kinds: kinds})
 		}
 		_ = self.Tell(&membersListed{list: out, err: err})
 	})
+	if a.inflight {
+		rt.listing.Add(1)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,10 +20,17 @@ import (
 // extName is the name the runtime is attached under on a MeshNode.
 const extName = "spot"
 
+// MaxKinds bounds the kinds one Object Server hosts: its descriptor lists
+// them (each name at most 128 bytes, see NewKind). More are refused at
+// Start with ErrConfig.
+const MaxKinds = 64
+
 // Enable attaches the Spot runtime to a MeshNode being configured, with
 // the kinds an Object Server hosts (an Object Client passes none). The
 // node needs an object role and a Location Store. Settings take their
-// defaults; EnableWith sets them.
+// defaults; EnableWith sets them. Object Servers of one mesh may host
+// different kinds: each publishes its own in its descriptor, and a kind's
+// Spots are placed only on the servers that host it.
 func Enable(b *routemesh.MeshBuilder, kinds ...Registration) *routemesh.MeshBuilder {
 	return EnableWith(b, Config{}, kinds...)
 }
@@ -56,7 +64,8 @@ type runtime struct {
 	lease   leaseBox
 	incs    incBox
 	members atomic.Pointer[[]member] // written by the members actor
-	listed  atomic.Uint64            // member listings so far
+	listed  atomic.Uint64            // member listings ended so far
+	listing atomic.Uint64            // member listings started so far (one at a time: the n-th started ends as the n-th)
 	membRef atomic.Pointer[actors.Ref]
 	cache   *ownerCache
 	stats   counters
@@ -85,6 +94,22 @@ type member struct {
 	weight   uint32
 	server   bool
 	draining bool
+	// kinds the Object Server hosts, sorted; nil when its descriptor does
+	// not list them (an older version: it hosts every kind).
+	kinds []string
+}
+
+// hosts reports whether the member is an Object Server hosting kind ("":
+// any kind).
+func (m *member) hosts(kind string) bool {
+	if !m.server {
+		return false
+	}
+	if m.kinds == nil || kind == "" {
+		return true
+	}
+	_, found := slices.BinarySearch(m.kinds, kind)
+	return found
 }
 
 func newRuntime(n *routemesh.Node, cfg Config, regs []*kindReg) (*runtime, error) {
@@ -120,6 +145,9 @@ func newRuntime(n *routemesh.Node, cfg Config, regs []*kindReg) (*runtime, error
 		ks := &kindState{reg: reg, dir: newDirectory()}
 		rt.kinds[reg.name] = ks
 		rt.order = append(rt.order, ks)
+	}
+	if len(rt.order) > MaxKinds {
+		return nil, fmt.Errorf("%w: %d kinds on one Object Server, more than %d", ErrConfig, len(rt.order), MaxKinds)
 	}
 	rt.base, rt.cancel = context.WithCancel(context.Background())
 	empty := []member{}
@@ -164,6 +192,16 @@ func (rt *runtime) goStore(fn func()) bool {
 // storeCtx bounds one store step.
 func (rt *runtime) storeCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), rt.cfg.StoreTimeout)
+}
+
+// HostedKinds implements routemesh.KindHost: the node's descriptor lists
+// the kinds this Object Server hosts.
+func (rt *runtime) HostedKinds() []string {
+	out := make([]string, 0, len(rt.order))
+	for _, ks := range rt.order {
+		out = append(out, ks.reg.name)
+	}
+	return out
 }
 
 // Spec implements routemesh.Extension: the spots actor.

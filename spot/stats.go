@@ -21,6 +21,7 @@ type counters struct {
 	rereads      atomic.Uint64 // states read again after a save of unknown outcome
 	moves        atomic.Uint64 // Spots moved away from this node
 	rebalanced   atomic.Uint64 // of them, by the rebalancer
+	notHosted    atomic.Uint64 // requests for a kind this node does not host
 }
 
 type kindCounters struct {
@@ -63,6 +64,9 @@ type Stats struct {
 	// those of them the rebalancer moved.
 	Moves      uint64 `json:"moves"`
 	Rebalanced uint64 `json:"rebalanced"`
+	// NotHosted counts requests this node answered "kind not hosted"
+	// (for a kind it does not host; none of them ran).
+	NotHosted uint64 `json:"not_hosted"`
 	// SendsDropped counts one-way messages that reached no owner.
 	SendsDropped uint64 `json:"sends_dropped"`
 	// LeaseGeneration is the current ownership lease generation, and
@@ -89,6 +93,7 @@ func (rt *runtime) statsNow() Stats {
 		Overlaps: rt.stats.overlaps.Load(), SendsDropped: rt.stats.sendsDropped.Load(),
 		StoreIncarnations: rt.stats.incarnations.Load(),
 		Saves:             rt.stats.saves.Load(), SaveErrors: rt.stats.saveErrors.Load(), StateRereads: rt.stats.rereads.Load(), Moves: rt.stats.moves.Load(), Rebalanced: rt.stats.rebalanced.Load(),
+		NotHosted:       rt.stats.notHosted.Load(),
 		LeaseGeneration: gen, LeaseValid: valid, Cached: rt.cache.len()}
 	for _, ks := range rt.order {
 		s.Kinds = append(s.Kinds, KindStats{Kind: ks.reg.name, Active: ks.stats.active.Load(),

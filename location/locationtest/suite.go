@@ -89,7 +89,8 @@ func Desc(mesh, rid string, gen, rev uint64) location.Descriptor {
 func sameDescriptor(a, b location.Descriptor) bool {
 	ea, eb := a, b
 	ea.Servers, eb.Servers = nil, nil
-	return maps.Equal(a.Servers, b.Servers) && fmt.Sprint(ea) == fmt.Sprint(eb)
+	// Kinds: nil (not listed) and empty (hosts none) differ.
+	return maps.Equal(a.Servers, b.Servers) && (a.Kinds == nil) == (b.Kinds == nil) && fmt.Sprint(ea) == fmt.Sprint(eb)
 }
 
 func requireDescriptor(t *testing.T, got, want location.Descriptor) {

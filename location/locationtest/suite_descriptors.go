@@ -19,8 +19,12 @@ func testPutGetList(t *testing.T, s location.Store, _ func(time.Duration)) {
 	a.Draining = true
 	a.ObjectRole = location.RoleClient
 	a.Servers = nil
+	b.Kinds = []string{"player", "room"}
+	c := Desc("m", "node-c", 2, 1)
+	c.Kinds = []string{} // an Object Server that hosts no kind (a: does not list them)
 	put(t, s, b, LongTTL)
 	put(t, s, a, LongTTL)
+	put(t, s, c, LongTTL)
 
 	got, err := s.GetDescriptor(ctx, "m", "node-a")
 	requireNoErr(t, err)
@@ -28,10 +32,11 @@ func testPutGetList(t *testing.T, s location.Store, _ func(time.Duration)) {
 
 	list, err := s.ListDescriptors(ctx, "m")
 	requireNoErr(t, err)
-	if !slices.Equal(rids(list), []string{"node-a", "node-b"}) {
-		t.Fatalf("list %v, want sorted [node-a node-b]", rids(list))
+	if !slices.Equal(rids(list), []string{"node-a", "node-b", "node-c"}) {
+		t.Fatalf("list %v, want sorted [node-a node-b node-c]", rids(list))
 	}
 	requireDescriptor(t, list[1], b)
+	requireDescriptor(t, list[2], c)
 
 	_, err = s.GetDescriptor(ctx, "m", "nobody")
 	requireIs(t, err, location.ErrNotFound)
@@ -46,6 +51,7 @@ func testPutGetList(t *testing.T, s location.Store, _ func(time.Duration)) {
 	again, err := s.GetDescriptor(ctx, "m", "node-b")
 	requireNoErr(t, err)
 	again.Servers["match"] = 1
+	again.Kinds[0] = "guild"
 	again, err = s.GetDescriptor(ctx, "m", "node-b")
 	requireNoErr(t, err)
 	requireDescriptor(t, again, b)
@@ -69,6 +75,16 @@ func testValidation(t *testing.T, s location.Store, _ func(time.Duration)) {
 		"weight 10001":     func(d *location.Descriptor) { d.Servers = map[string]uint16{"match": 10001} },
 		"empty server":     func(d *location.Descriptor) { d.Servers = map[string]uint16{"": 1} },
 		"long server name": func(d *location.Descriptor) { d.Servers = map[string]uint16{strings.Repeat("s", 257): 1} },
+		"65 kinds": func(d *location.Descriptor) {
+			for i := range 65 {
+				d.Kinds = append(d.Kinds, fmt.Sprintf("k%02d", i))
+			}
+		},
+		"long kind":         func(d *location.Descriptor) { d.Kinds = []string{strings.Repeat("k", 257)} },
+		"empty kind":        func(d *location.Descriptor) { d.Kinds = []string{""} },
+		"kind with colon":   func(d *location.Descriptor) { d.Kinds = []string{"a:b"} },
+		"kind listed twice": func(d *location.Descriptor) { d.Kinds = []string{"room", "room"} },
+		"kinds unsorted":    func(d *location.Descriptor) { d.Kinds = []string{"room", "player"} },
 	} {
 		d := Desc("m", "n", 1, 1)
 		mut(&d)
@@ -88,6 +104,9 @@ func testValidation(t *testing.T, s location.Store, _ func(time.Duration)) {
 	// The limits are inclusive.
 	edge := Desc("m", strings.Repeat("r", 256), 1, 1)
 	edge.Endpoint, edge.Servers = strings.Repeat("e", 1024), map[string]uint16{strings.Repeat("s", 256): 10000}
+	for i := range 64 {
+		edge.Kinds = append(edge.Kinds, fmt.Sprintf("%02d", i)+strings.Repeat("k", 254))
+	}
 	requireNoErr(t, s.PutDescriptor(ctx, edge, LongTTL))
 	got, err := s.GetDescriptor(ctx, "m", edge.RID)
 	requireNoErr(t, err)
