@@ -216,8 +216,10 @@ func Start(ctx context.Context, o *Options) (*Host, error) {
 	// terminal Failed state.
 	sup := supervisor.DefaultConfig()
 	sup.OnGiveUp = h.failed.fail
+	// The host actor receives lifecycle messages and its children's spawn
+	// requests (control, one per spawn): its budget is that bound.
 	root, err := sys.Spawn(actors.Spec{
-		Name: "host", Kind: "host", Supervisor: sup,
+		Name: "host", Kind: "host", Supervisor: sup, MaxMessages: 64,
 		Producer: func() actor.Actor { return &hostActor{h: h} },
 	})
 	if err != nil {

@@ -77,7 +77,10 @@ func newHost(sys *actors.System, parent *actors.Ref, log zerolog.Logger) *host {
 
 // spawn starts the actor made by produce as name under the parent.
 func (h *host) spawn(name string, produce func() actor.Actor) error {
-	ref, err := h.sys.Spawn(actors.Spec{Name: name, Kind: name, Parent: h.parent, Producer: produce})
+	// A publisher's or subscriber's actor receives lifecycle messages and
+	// one report per owned goroutine (its sockets are read and written by
+	// those goroutines, not through its mailbox): its budget is that bound.
+	ref, err := h.sys.Spawn(actors.Spec{Name: name, Kind: name, Parent: h.parent, MaxMessages: 8, Producer: produce})
 	if err != nil {
 		h.shutdown()
 		return fmt.Errorf("zlink: fanout: spawn %s: %w", name, err)
