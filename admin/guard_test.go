@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"bufio"
@@ -7,12 +7,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/rs/zerolog"
 
 	zlink "github.com/zlink-go/zlink"
 	"github.com/zlink-go/zlink/routemesh"
@@ -22,7 +21,7 @@ import (
 type adminReply struct {
 	status int
 	allow  string
-	body   errorResponse
+	body   ErrorResponse
 	raw    string
 }
 
@@ -142,16 +141,16 @@ func TestReadJSON_Sentinels(t *testing.T) {
 		{`{"x":1}`, errBadBody},
 		{strings.Repeat(" ", maxBodyBytes+1), errBodyTooLarge},
 	} {
-		rec := &capturedResponse{header: http.Header{}}
+		rec := httptest.NewRecorder()
 		req, _ := http.NewRequest(http.MethodPost, "/weight", strings.NewReader(tc.body))
 		req.Body = http.MaxBytesReader(rec, req.Body, maxBodyBytes)
-		var v weightRequest
+		var v WeightRequest
 		if readJSON(rec, req, "weight", &v, false) {
 			t.Fatalf("%q accepted", tc.body)
 		}
-		var e errorResponse
-		if err := json.Unmarshal(rec.body.Bytes(), &e); err != nil || !strings.Contains(e.Error, tc.want.Error()) {
-			t.Fatalf("body %q: %s, want %v", tc.body, rec.body.String(), tc.want)
+		var e ErrorResponse
+		if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || !strings.Contains(e.Error, tc.want.Error()) {
+			t.Fatalf("body %q: %s, want %v", tc.body, rec.Body.String(), tc.want)
 		}
 	}
 }
@@ -160,7 +159,11 @@ func TestReadJSON_Sentinels(t *testing.T) {
 // answers 200) through newAdminServer with short timeouts.
 func slowServer(t *testing.T) (*http.Server, string) {
 	t.Helper()
-	srv := newAdminServer(newApp(zerolog.Nop()).handler())
+	a, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := NewServer(a)
 	if srv.ReadHeaderTimeout <= 0 || srv.ReadTimeout <= 0 || srv.WriteTimeout <= 0 || srv.IdleTimeout <= 0 || srv.MaxHeaderBytes <= 0 {
 		t.Fatalf("admin server without a bound: %+v", srv)
 	}
