@@ -179,7 +179,7 @@ func (a *API) routes() http.Handler {
 	if a.opts.Prefix != "" {
 		h = stripPrefix(a.opts.Prefix, mux)
 	}
-	return limitBodies(h)
+	return a.guardHost(limitBodies(h))
 }
 
 // stripPrefix serves the API under prefix; any other path is 404.

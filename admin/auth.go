@@ -132,6 +132,9 @@ func (a *API) mutating(h http.HandlerFunc) http.HandlerFunc {
 			unauthorized(w)
 			return
 		}
+		if !a.crossSiteOK(w, r) {
+			return
+		}
 		h(w, r)
 	}
 }

@@ -34,7 +34,10 @@ func FuzzAdminBodies(f *testing.F) {
 			return
 		}
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body)))
+		req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
+		req.Host = "localhost"
+		req.Header.Set("Content-Type", "application/json")
+		h.ServeHTTP(rec, req)
 		code := rec.Code
 		switch {
 		case code == http.StatusOK:

@@ -37,6 +37,7 @@ func send(t *testing.T, method, url, body string, chunked bool) adminReply {
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, url, err)
@@ -240,9 +241,9 @@ func closedByServer(t *testing.T, c net.Conn, what string) string {
 func TestAdmin_SlowClients(t *testing.T) {
 	_, addr := slowServer(t)
 	base := "http://" + addr
-	slowHeader := rawConn(t, addr, "GET /healthz HTTP/1.1\r\nHost: zlink\r\nX-Slow: a")
-	slowBody := rawConn(t, addr, "POST /weight HTTP/1.1\r\nHost: zlink\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"chan")
-	idle := rawConn(t, addr, "GET /healthz HTTP/1.1\r\nHost: zlink\r\n\r\n")
+	slowHeader := rawConn(t, addr, "GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Slow: a")
+	slowBody := rawConn(t, addr, "POST /weight HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"chan")
+	idle := rawConn(t, addr, "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
 	resp, err := http.ReadResponse(bufio.NewReader(idle), nil)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("first request of the idle client: %v %v", resp, err)

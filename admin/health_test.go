@@ -195,6 +195,7 @@ func TestAdmin_MutatingEndpointsNeedTheToken(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		req.Header.Set("Content-Type", "application/json")
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}

@@ -363,6 +363,7 @@ func TestUI_EventsStreamSnapshotsAndWeightChanges(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		req.Header.Set("Content-Type", "application/json")
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
