@@ -159,6 +159,7 @@ func (a *API) routes() http.Handler {
 	rt.handleFunc("GET", "/status", a.read(a.getStatus))
 	rt.handleFunc("GET", "/tree", a.read(a.getTree))
 	rt.handleFunc("GET", "/spots", a.read(a.getSpots))
+	rt.handleFunc("GET", "/spots/owner", a.read(a.getSpotOwner))
 	// Endpoints that change the node: the token (when one is configured),
 	// the cross-site checks, refused in read-only mode.
 	rt.handleFunc("POST", "/weight", a.mutating(a.postWeight))

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/zlink-go/zlink/location"
 	"github.com/zlink-go/zlink/routemesh"
 	"github.com/zlink-go/zlink/spot"
 	"github.com/zlink-go/zlink/wire"
@@ -63,7 +64,7 @@ func spotAdminErr(w http.ResponseWriter, n *routemesh.Node, err error) {
 		status = http.StatusConflict
 	case "unknown_kind", "not_found":
 		status = http.StatusNotFound
-	case "config":
+	case "config", "invalid":
 		status = http.StatusBadRequest
 	case "busy", "mailbox_full", "shutting_down":
 		status = http.StatusServiceUnavailable
@@ -75,10 +76,18 @@ func spotAdminErr(w http.ResponseWriter, n *routemesh.Node, err error) {
 
 // ErrorCode is the stable lower_snake name the admin API gives an error of
 // a Spot endpoint (relocate, move, owner look-up): blocked, not_enabled,
-// unknown_kind, config, handler, failed (anything else that is not a wire
-// error), else SpotCode's.
+// unknown_kind, config, not_found (nobody owns the Spot), invalid (a name
+// a Spot cannot have), corrupt (a record the runtime did not write),
+// handler, failed (anything else that is not a wire error), else
+// SpotCode's.
 func ErrorCode(err error) string {
 	switch {
+	case errors.Is(err, spot.ErrNotFound):
+		return "not_found"
+	case errors.Is(err, location.ErrInvalid):
+		return "invalid"
+	case errors.Is(err, location.ErrCorrupt):
+		return "corrupt"
 	case errors.Is(err, spot.ErrManualTopology):
 		return "blocked"
 	case errors.Is(err, spot.ErrNotEnabled):
@@ -111,12 +120,12 @@ func SpotCode(err error) string {
 	return wire.CodeOf(err).String()
 }
 
-// spotAdminTimeout reads ?timeout=D (default defaultSpotAdminTimeout, at
-// most MaxDrainTimeout).
-func spotAdminTimeout(q url.Values) (time.Duration, error) {
+// spotAdminTimeout reads ?timeout=D (default def, at most
+// MaxDrainTimeout).
+func spotAdminTimeout(q url.Values, def time.Duration) (time.Duration, error) {
 	s := q.Get("timeout")
 	if s == "" {
-		return defaultSpotAdminTimeout, nil
+		return def, nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d <= 0 || d > MaxDrainTimeout {
@@ -125,11 +134,11 @@ func spotAdminTimeout(q url.Values) (time.Duration, error) {
 	return d, nil
 }
 
-// spotAdminNode resolves ?mesh=NAME and ?timeout=D of a Spot endpoint;
-// it answers the request itself when it returns false.
-func (a *API) spotAdminNode(w http.ResponseWriter, r *http.Request, what string) (*routemesh.Node, context.Context, context.CancelFunc, bool) {
+// spotAdminNode resolves ?mesh=NAME and ?timeout=D (default def) of a
+// Spot endpoint; it answers the request itself when it returns false.
+func (a *API) spotAdminNode(w http.ResponseWriter, r *http.Request, what string, def time.Duration) (*routemesh.Node, context.Context, context.CancelFunc, bool) {
 	q := r.URL.Query()
-	d, err := spotAdminTimeout(q)
+	d, err := spotAdminTimeout(q, def)
 	if err != nil {
 		spotAdminFail(w, http.StatusBadRequest, "bad_request", what+": "+err.Error())
 		return nil, nil, nil, false
@@ -155,7 +164,7 @@ func (a *API) postRelocate(w http.ResponseWriter, r *http.Request) {
 		spotAdminFail(w, http.StatusBadRequest, "bad_request", "relocate: ?to=RID is required (the Object Server that takes the Spots)")
 		return
 	}
-	n, ctx, cancel, ok := a.spotAdminNode(w, r, "relocate")
+	n, ctx, cancel, ok := a.spotAdminNode(w, r, "relocate", defaultSpotAdminTimeout)
 	if !ok {
 		return
 	}
@@ -180,7 +189,7 @@ func (a *API) postSpotMove(w http.ResponseWriter, r *http.Request) {
 		spotAdminFail(w, http.StatusBadRequest, "bad_request", "spots/move: ?kind=K&id=ID&to=RID are required")
 		return
 	}
-	n, ctx, cancel, ok := a.spotAdminNode(w, r, "spots/move")
+	n, ctx, cancel, ok := a.spotAdminNode(w, r, "spots/move", defaultSpotAdminTimeout)
 	if !ok {
 		return
 	}

@@ -112,3 +112,31 @@ func spotMoves(nodes []*routemesh.Node) uint64 {
 	}
 	return total
 }
+
+// OwnerResponse answers GET /spots/owner: spot.OwnerInfo as read by the
+// node asked.
+type OwnerResponse = spot.OwnerInfo
+
+// getSpotOwner serves GET /spots/owner?kind=K&id=ID[&mesh=NAME][&timeout=D]:
+// spot.Owner, one read of the Spot's ownership record (and of its owner's
+// lease); it claims and activates nothing. 404 not_found when nobody owns
+// the Spot.
+func (a *API) getSpotOwner(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	kind, id := q.Get("kind"), q.Get("id")
+	if kind == "" || id == "" {
+		spotAdminFail(w, http.StatusBadRequest, "bad_request", "spots/owner: ?kind=K&id=ID are required")
+		return
+	}
+	n, ctx, cancel, ok := a.spotAdminNode(w, r, "spots/owner", adminTimeout)
+	if !ok {
+		return
+	}
+	defer cancel()
+	info, err := spot.Owner(ctx, n, kind, id)
+	if err != nil {
+		spotAdminErr(w, n, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, OwnerResponse(info))
+}

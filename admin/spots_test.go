@@ -11,6 +11,7 @@ import (
 
 	zlink "github.com/zlink-go/zlink"
 	"github.com/zlink-go/zlink/internal/zerr"
+	"github.com/zlink-go/zlink/location"
 	"github.com/zlink-go/zlink/spot"
 	"github.com/zlink-go/zlink/wire"
 )
@@ -81,6 +82,52 @@ func TestSpots_ErrorCodes(t *testing.T) {
 	for _, tc := range cases {
 		if got := SpotCode(tc.err); got != tc.want {
 			t.Errorf("SpotCode(%v) = %s, want %s", tc.err, got, tc.want)
+		}
+	}
+}
+
+// GET /spots/owner refuses missing parameters and an unknown mesh, and
+// says not_enabled on a node without a Location Store.
+func TestSpotOwner_AdminRefusals(t *testing.T) {
+	_, _, base := healthApp(t, time.Second, func(o *zlink.Options) {
+		o.AddRouteMesh("game").Listen("tcp://127.0.0.1:0").SetRoutingID("g1")
+	})
+	for _, tc := range []struct {
+		query  string
+		status int
+		code   string
+	}{
+		{"", http.StatusBadRequest, "bad_request"},
+		{"?kind=counter", http.StatusBadRequest, "bad_request"},
+		{"?id=x", http.StatusBadRequest, "bad_request"},
+		{"?kind=counter&id=x&timeout=forever", http.StatusBadRequest, "bad_request"},
+		{"?kind=counter&id=x&mesh=nope", http.StatusNotFound, "unknown_mesh"},
+		{"?kind=counter&id=x", http.StatusConflict, "not_enabled"},
+	} {
+		var e ErrorResponse
+		if code := getJSON(t, base+"/spots/owner"+tc.query, &e); code != tc.status || e.Code != tc.code {
+			t.Errorf("GET /spots/owner%s = %d %+v, want %d %s", tc.query, code, e, tc.status, tc.code)
+		}
+	}
+}
+
+func TestErrorCode(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("x: %w", spot.ErrNotFound), "not_found"},
+		{fmt.Errorf("x: %w", location.ErrInvalid), "invalid"},
+		{fmt.Errorf("x: %w", location.ErrCorrupt), "corrupt"},
+		{fmt.Errorf("x: %w", spot.ErrManualTopology), "blocked"},
+		{fmt.Errorf("x: %w", spot.ErrNotEnabled), "not_enabled"},
+		{fmt.Errorf("x: %w", spot.ErrUnknownKind), "unknown_kind"},
+		{fmt.Errorf("x: %w", spot.ErrHandler), "handler"},
+		{fmt.Errorf("x: %w", spot.ErrFenced), "fenced"},
+		{errors.New("boom"), "failed"},
+	} {
+		if got := ErrorCode(tc.err); got != tc.want {
+			t.Errorf("ErrorCode(%v) = %s, want %s", tc.err, got, tc.want)
 		}
 	}
 }

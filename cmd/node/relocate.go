@@ -24,8 +24,13 @@ const defaultSpotAdminTimeout = 60 * time.Second
 // a 200 answer; any other outcome is printed as `error <code> <message>`
 // (errSilent: exit 1).
 func spotAdminCall(cmd *cobra.Command, ac *adminClient, path string) ([]byte, error) {
+	return spotAdminDo(cmd, ac, http.MethodPost, path)
+}
+
+// spotAdminDo is spotAdminCall with any method.
+func spotAdminDo(cmd *cobra.Command, ac *adminClient, method, path string) ([]byte, error) {
 	out := cmd.OutOrStdout()
-	code, raw, err := ac.do(cmd.Context(), http.MethodPost, path, nil)
+	code, raw, err := ac.do(cmd.Context(), method, path, nil)
 	if err != nil {
 		return nil, printSpotAdminError(out, "unreachable", err.Error())
 	}
