@@ -21,7 +21,6 @@ func (m *Memory) SpotLeaseLive(ctx context.Context, l SpotLease) (bool, error) {
 	return m.leases.live(l, m.now()), nil
 }
 
-
 // SpotLeaseLive implements SpotDirectory. It reads from the master.
 func (r *Redis) SpotLeaseLive(ctx context.Context, l SpotLease) (bool, error) {
 	if err := l.validate(); err != nil {
