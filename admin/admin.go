@@ -150,7 +150,8 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.handler.Serv
 // routes returns the admin API: every endpoint behind the request guards.
 func (a *API) routes() http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(a.collector(), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(a.collectors()...)
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, c := range a.opts.Collectors {
 		reg.MustRegister(c)
 	}
@@ -302,7 +303,8 @@ func (a *API) status(ctx context.Context, n *routemesh.Node) (routemesh.Status, 
 	return st, nil
 }
 
-// getStatus serves GET /status[?mesh=NAME] (default: the first mesh).
+// getStatus serves GET /status[?mesh=NAME] (default: the first mesh), with
+// the Location Store's counters.
 func (a *API) getStatus(w http.ResponseWriter, r *http.Request) {
 	n, ok := a.meshOr(w, r.URL.Query().Get("mesh"))
 	if !ok {
@@ -313,7 +315,7 @@ func (a *API) getStatus(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusServiceUnavailable, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, st)
+	writeJSON(w, http.StatusOK, StatusResponse{Status: st, Store: storeStats(n.Store())})
 }
 
 // getTree serves GET /tree: the whole supervision tree of the process.

@@ -7,8 +7,10 @@ import (
 	"github.com/zlink-go/zlink/metrics"
 )
 
-// collector is the runtime's collector (package metrics) of the API's
-// host, read on every scrape of /metrics.
-func (a *API) collector() prometheus.Collector {
-	return metrics.New(func() *zlink.Host { return a.host.Load() }, metrics.Config{})
+// collectors are the runtime's collector (package metrics) of the API's
+// host and the Location Store's counters, read on every scrape of
+// /metrics.
+func (a *API) collectors() []prometheus.Collector {
+	host := func() *zlink.Host { return a.host.Load() }
+	return []prometheus.Collector{metrics.New(host, metrics.Config{}), storeCollector{host: host}}
 }

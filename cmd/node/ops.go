@@ -170,6 +170,7 @@ type statusView struct {
 	} `json:"channels"`
 	Counters map[string]uint64 `json:"counters"`
 	Inflight int64             `json:"inflight"`
+	Store    *admin.StoreStats `json:"store"`
 }
 
 // printStatus writes the text form of a status, one fact per line.
@@ -209,6 +210,10 @@ func printStatus(w io.Writer, st statusView) {
 		parts[i] = k + "=" + strconv.FormatUint(st.Counters[k], 10)
 	}
 	fmt.Fprintf(w, "counters %s\n", strings.Join(parts, " "))
+	if s := st.Store; s != nil {
+		fmt.Fprintf(w, "store kind=%s corrupt_records=%d errors=%d replica_waits=%d unconfirmed_writes=%d\n",
+			s.Kind, s.CorruptRecords, s.Errors, s.ReplicaWaits, s.UnconfirmedWrites)
+	}
 }
 
 func newTreeCmd() *cobra.Command {

@@ -142,8 +142,9 @@ func isRedisURL(u string) bool {
 	return strings.HasPrefix(u, "redis://") || strings.HasPrefix(u, "rediss://")
 }
 
-// openStore opens the Location Store named by url ("none" → nil).
-func openStore(ctx context.Context, url string) (location.Store, error) {
+// openStore opens the Location Store named by url ("none" → nil). log
+// receives the store's warnings (a corrupt record, once per key).
+func openStore(ctx context.Context, url string, log zerolog.Logger) (location.Store, error) {
 	switch {
 	case url == "" || url == "none":
 		return nil, nil
@@ -152,6 +153,7 @@ func openStore(ctx context.Context, url string) (location.Store, error) {
 		if err != nil {
 			return nil, usagef("--location: " + err.Error())
 		}
+		rc.Logger = log.With().Str("component", "location").Logger()
 		s, err := location.NewRedis(ctx, rc)
 		if err != nil {
 			return nil, fmt.Errorf("location store %s: %w", rc.Addr, err) // never the URL: it may hold a password
@@ -217,7 +219,7 @@ func runNode(ctx context.Context, cfg *fileConfig, cmd *cobra.Command) error {
 
 	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	store, err := openStore(startCtx, cfg.Location)
+	store, err := openStore(startCtx, cfg.Location, log)
 	if err != nil {
 		return err
 	}
