@@ -24,6 +24,12 @@ type RedisStats struct {
 	// UnconfirmedWrites counts Spot directory writes that failed with
 	// ErrUnconfirmed.
 	UnconfirmedWrites uint64
+	// Errors counts operations Redis did not answer as asked: the
+	// connection failed, the deadline passed, the server replied with an
+	// error. Refusals decided by the store's rules (ErrNotFound,
+	// ErrFenced, ErrExists, ErrInvalid), corrupt records and calls after
+	// Close do not count.
+	Errors uint64
 }
 
 // Stats returns a snapshot of the store's counters.
@@ -32,6 +38,7 @@ func (r *Redis) Stats() RedisStats {
 		CorruptRecords:    r.corrupt.count.Load(),
 		ReplicaWaits:      r.waits.Load(),
 		UnconfirmedWrites: r.unconf.Load(),
+		Errors:            r.errs.Load(),
 	}
 }
 

@@ -47,7 +47,8 @@
 //     Generation) in the same atomic step and answers gone; while the
 //     tombstone lives (its tombTTL, never shortened) the lease can be
 //     neither created nor renewed (ErrFenced), so an owner that lost its
-//     lease cannot quietly get it back.
+//     lease cannot quietly get it back. SpotLeaseLive only reads a lease
+//     (no tombstone): for readers such as spot.Owner, never for a claim.
 //   - A record per Spot: owner RID, owner generation and the fencing epoch.
 //     A record is valid only while its owner's lease lives, but the store
 //     does not check that: a claim is several steps, each one call on one

@@ -37,6 +37,7 @@ type Redis struct {
 	replicas replicaTracker // which masters need WAIT after a Spot directory write
 	waits    atomic.Uint64  // Spot directory writes followed by WAIT
 	unconf   atomic.Uint64  // of which no replica confirmed
+	errs     atomic.Uint64  // operations Redis did not answer as asked (wrap)
 }
 
 var _ Store = (*Redis)(nil)
@@ -148,6 +149,7 @@ func (r *Redis) wrap(op string, err error) error {
 	if errors.Is(err, rueidis.ErrClosing) {
 		return ErrClosed
 	}
+	r.errs.Add(1)
 	return fmt.Errorf("zlink: redis %s: %w", op, err)
 }
 

@@ -56,6 +56,11 @@ type SpotDirectory interface {
 	// the lease can never be created or renewed again while the tombstone
 	// lives, and returns false. Only false is a write (to confirm).
 	CheckSpotLease(ctx context.Context, l SpotLease, tombTTL time.Duration) (bool, error)
+	// SpotLeaseLive reports whether the lease is live, and writes
+	// nothing: unlike CheckSpotLease it leaves no tombstone, so it may
+	// answer false for a lease that is then created (it is for readers
+	// such as spot.Owner, never for a claim's decision).
+	SpotLeaseLive(ctx context.Context, l SpotLease) (bool, error)
 	// SpotRecord reads the ownership record of (mesh, kind, id) from the
 	// master (never a replica or a client-side cache). A Spot never
 	// claimed returns a zero owner and epoch 0; a released one a zero

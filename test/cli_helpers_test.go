@@ -121,7 +121,13 @@ func (b *cliBuffer) String() string {
 // cliStart starts zlink-node with args; cleanup kills it and waits.
 func cliStart(t *testing.T, args ...string) *cliProc {
 	t.Helper()
-	cmd := exec.Command(cliBinary(t), args...)
+	return procStart(t, cliBinary(t), args...)
+}
+
+// procStart starts the program bin with args; cleanup kills it and waits.
+func procStart(t *testing.T, bin string, args ...string) *cliProc {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
 	p := &cliProc{t: t, cmd: cmd, stderr: &cliBuffer{}, lines: make(chan string, 1024), done: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	out, err := cmd.StdoutPipe()
@@ -129,7 +135,7 @@ func cliStart(t *testing.T, args ...string) *cliProc {
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start zlink-node: %v", err)
+		t.Fatalf("start %s: %v", filepath.Base(bin), err)
 	}
 	go func() {
 		defer close(p.done)

@@ -74,7 +74,7 @@ func (e *ephemeral) start(ctx context.Context) (node *routemesh.Node, stop func(
 		if len(e.peers) == 0 {
 			mb.SetRoutingIDPrefix(e.ridPrefix)
 		}
-		if store, err = openStore(startCtx, e.location); err != nil {
+		if store, err = openStore(startCtx, e.location, e.log); err != nil {
 			return nil, nil, err
 		}
 		opts.SetLocationStore(store)

@@ -49,11 +49,6 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(cliText(s)), " ")
 }
 
-var (
-	errNotStarted  = errors.New("zlink: node not started yet")
-	errUnknownMesh = errors.New("zlink: no such mesh on this node")
-)
-
 // apiWords maps names of the Go API and internal transport schemes that
 // runtime messages use to what a command-line user writes instead.
 var apiWords = strings.NewReplacer(

@@ -50,6 +50,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newRequestCmd(),
 		newSpotCmd(),
 		newSpotMoveCmd(),
+		newSpotOwnerCmd(),
 		newRelocateCmd(),
 		newDemoCmd(),
 		newBenchCmd(),

@@ -3,50 +3,15 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/zlink-go/zlink/spot"
+	"github.com/zlink-go/zlink/admin"
 )
 
-// spotMoveResponse answers POST /spots/move: the Spot (kind, id) now runs
-// on the Object Server to, not on the node (from).
-type spotMoveResponse struct {
-	Mesh string `json:"mesh"`
-	Kind string `json:"kind"`
-	ID   string `json:"id"`
-	From string `json:"from"`
-	To   string `json:"to"`
-}
-
-// postSpotMove serves POST
-// /spots/move?kind=K&id=ID&to=RID[&mesh=NAME][&timeout=D]: spot.Move of
-// one Spot active on the node.
-func (a *app) postSpotMove(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	kind, id, to := q.Get("kind"), q.Get("id"), q.Get("to")
-	if kind == "" || id == "" || to == "" {
-		spotAdminFail(w, http.StatusBadRequest, "bad_request", "spots/move: ?kind=K&id=ID&to=RID are required")
-		return
-	}
-	n, ctx, cancel, ok := a.spotAdminNode(w, r, "spots/move")
-	if !ok {
-		return
-	}
-	defer cancel()
-	if err := spot.Move(ctx, n, kind, id, to); err != nil {
-		a.log.Warn().Err(err).Str("mesh", n.Mesh()).Str("kind", kind).Str("id", id).Str("to", to).Msg("admin: spot move refused or failed")
-		spotAdminErr(w, n, err)
-		return
-	}
-	a.log.Info().Str("mesh", n.Mesh()).Str("kind", kind).Str("id", id).Str("to", to).Msg("admin: spot moved")
-	writeJSON(w, http.StatusOK, spotMoveResponse{Mesh: n.Mesh(), Kind: kind, ID: id, From: n.RID(), To: to})
-}
-
 func newSpotMoveCmd() *cobra.Command {
-	var admin adminTarget
+	var target adminTarget
 	var kind, id, to, mesh string
 	var timeout time.Duration
 	c := &cobra.Command{
@@ -56,10 +21,10 @@ func newSpotMoveCmd() *cobra.Command {
 			switch {
 			case kind == "" || id == "" || to == "":
 				return usagef("spot-move needs --kind K, --id ID and --to RID")
-			case timeout <= 0 || timeout > maxDrainTimeout:
-				return usagef(fmt.Sprintf("--timeout %s: want a positive duration up to %s", timeout, maxDrainTimeout))
+			case timeout <= 0 || timeout > admin.MaxDrainTimeout:
+				return usagef(fmt.Sprintf("--timeout %s: want a positive duration up to %s", timeout, admin.MaxDrainTimeout))
 			}
-			ac, err := newAdminClient(admin, timeout+5*time.Second)
+			ac, err := newAdminClient(target, timeout+5*time.Second)
 			if err != nil {
 				return err
 			}
@@ -67,7 +32,7 @@ func newSpotMoveCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var resp spotMoveResponse
+			var resp admin.SpotMoveResponse
 			if err := json.Unmarshal(raw, &resp); err != nil {
 				return printSpotAdminError(cmd.OutOrStdout(), "protocol", "spot-move: "+err.Error())
 			}
@@ -75,7 +40,7 @@ func newSpotMoveCmd() *cobra.Command {
 			return nil
 		},
 	}
-	addAdminFlag(c, &admin)
+	addAdminFlag(c, &target)
 	c.Flags().Lookup("admin-token-file").Usage = "the node's admin token file (needed when the node has one)"
 	c.Flags().StringVar(&kind, "kind", "", "the Spot's kind (persistent, e.g. counter)")
 	c.Flags().StringVar(&id, "id", "", "the Spot's ID (active on the node)")

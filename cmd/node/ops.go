@@ -15,9 +15,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/zlink-go/zlink/admin"
 	"github.com/zlink-go/zlink/routemesh"
 	"github.com/zlink-go/zlink/supervisor"
 )
+
+// adminTimeout bounds one status, tree, weight or undrain command.
+const adminTimeout = 5 * time.Second
 
 // adminClient talks to a node's admin API.
 type adminClient struct {
@@ -65,7 +69,9 @@ func (c *adminClient) do(ctx context.Context, method, path string, body any) (in
 	if err != nil {
 		return 0, nil, err
 	}
-	if body != nil {
+	if body != nil || method != http.MethodGet {
+		// Every request that changes the node is JSON, body or not: the
+		// admin API refuses any other (a web page could forge it).
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if len(c.token) > 0 {
@@ -83,7 +89,7 @@ func (c *adminClient) do(ctx context.Context, method, path string, body any) (in
 // fail turns an admin error body into an error (exit 2 when the node
 // refused it as a configuration error).
 func fail(code int, raw []byte) error {
-	var e errorResponse
+	var e admin.ErrorResponse
 	if json.Unmarshal(raw, &e) != nil || e.Error == "" {
 		return fmt.Errorf("admin answered %d: %s", code, strings.TrimSpace(string(raw)))
 	}
@@ -99,14 +105,14 @@ func addAdminFlag(c *cobra.Command, t *adminTarget) {
 }
 
 func newStatusCmd() *cobra.Command {
-	var admin adminTarget
+	var target adminTarget
 	var mesh string
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "status --admin ADDR [--json]",
 		Short: "Show a node's state, RID, generation, peers, channels and counters",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ac, err := newAdminClient(admin, adminTimeout+time.Second)
+			ac, err := newAdminClient(target, adminTimeout+time.Second)
 			if err != nil {
 				return err
 			}
@@ -133,7 +139,7 @@ func newStatusCmd() *cobra.Command {
 			return nil
 		},
 	}
-	addAdminFlag(c, &admin)
+	addAdminFlag(c, &target)
 	c.Flags().StringVar(&mesh, "mesh", "", "MeshName (default: the node's first mesh)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the JSON of GET /status")
 	return c
@@ -164,6 +170,7 @@ type statusView struct {
 	} `json:"channels"`
 	Counters map[string]uint64 `json:"counters"`
 	Inflight int64             `json:"inflight"`
+	Store    *admin.StoreStats `json:"store"`
 }
 
 // printStatus writes the text form of a status, one fact per line.
@@ -203,16 +210,20 @@ func printStatus(w io.Writer, st statusView) {
 		parts[i] = k + "=" + strconv.FormatUint(st.Counters[k], 10)
 	}
 	fmt.Fprintf(w, "counters %s\n", strings.Join(parts, " "))
+	if s := st.Store; s != nil {
+		fmt.Fprintf(w, "store kind=%s corrupt_records=%d errors=%d replica_waits=%d unconfirmed_writes=%d\n",
+			s.Kind, s.CorruptRecords, s.Errors, s.ReplicaWaits, s.UnconfirmedWrites)
+	}
 }
 
 func newTreeCmd() *cobra.Command {
-	var admin adminTarget
+	var target adminTarget
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "tree --admin ADDR [--json]",
 		Short: "Show the live supervision tree",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ac, err := newAdminClient(admin, adminTimeout+time.Second)
+			ac, err := newAdminClient(target, adminTimeout+time.Second)
 			if err != nil {
 				return err
 			}
@@ -234,13 +245,13 @@ func newTreeCmd() *cobra.Command {
 			return formatTree(cmd.OutOrStdout(), n)
 		},
 	}
-	addAdminFlag(c, &admin)
+	addAdminFlag(c, &target)
 	c.Flags().BoolVar(&asJSON, "json", false, "print the JSON of GET /tree")
 	return c
 }
 
 func newWeightCmd() *cobra.Command {
-	var admin adminTarget
+	var target adminTarget
 	var mesh string
 	c := &cobra.Command{
 		Use:   "weight --admin ADDR CHANNEL WEIGHT",
@@ -251,18 +262,18 @@ func newWeightCmd() *cobra.Command {
 			if err != nil {
 				return usagef(fmt.Sprintf("weight %q: want an integer 0..10000", args[1]))
 			}
-			ac, err := newAdminClient(admin, adminTimeout+time.Second)
+			ac, err := newAdminClient(target, adminTimeout+time.Second)
 			if err != nil {
 				return err
 			}
-			code, raw, err := ac.do(cmd.Context(), http.MethodPost, "/weight", weightRequest{Mesh: mesh, Channel: args[0], Weight: &w})
+			code, raw, err := ac.do(cmd.Context(), http.MethodPost, "/weight", admin.WeightRequest{Mesh: mesh, Channel: args[0], Weight: &w})
 			if err != nil {
 				return err
 			}
 			if code != http.StatusOK {
 				return fail(code, raw)
 			}
-			var resp weightResponse
+			var resp admin.WeightResponse
 			if err := json.Unmarshal(raw, &resp); err != nil {
 				return fmt.Errorf("weight: %w", err)
 			}
@@ -270,22 +281,22 @@ func newWeightCmd() *cobra.Command {
 			return nil
 		},
 	}
-	addAdminFlag(c, &admin)
+	addAdminFlag(c, &target)
 	c.Flags().StringVar(&mesh, "mesh", "", "MeshName (default: the node's first mesh)")
 	return c
 }
 
 func newDrainCmd() *cobra.Command {
-	var admin adminTarget
+	var target adminTarget
 	var timeout time.Duration
 	c := &cobra.Command{
 		Use:   "drain --admin ADDR [--timeout D]",
 		Short: "Drain a node (its persistent Spots move to other Object Servers); returns when drained, non-zero on timeout",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if timeout <= 0 || timeout > maxDrainTimeout {
-				return usagef(fmt.Sprintf("--timeout %s: want a positive duration up to %s", timeout, maxDrainTimeout))
+			if timeout <= 0 || timeout > admin.MaxDrainTimeout {
+				return usagef(fmt.Sprintf("--timeout %s: want a positive duration up to %s", timeout, admin.MaxDrainTimeout))
 			}
-			ac, err := newAdminClient(admin, timeout+5*time.Second)
+			ac, err := newAdminClient(target, timeout+5*time.Second)
 			if err != nil {
 				return err
 			}
@@ -293,7 +304,7 @@ func newDrainCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var resp drainSpotsResponse
+			var resp admin.DrainResponse
 			if code == http.StatusOK || code == http.StatusGatewayTimeout {
 				if err := json.Unmarshal(raw, &resp); err != nil {
 					return fmt.Errorf("drain: %w", err)
@@ -310,7 +321,7 @@ func newDrainCmd() *cobra.Command {
 			}
 		},
 	}
-	addAdminFlag(c, &admin)
+	addAdminFlag(c, &target)
 	c.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "how long to wait for the drain")
 	return c
 }

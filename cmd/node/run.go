@@ -9,14 +9,15 @@ import (
 	"os"
 	"os/signal"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	zlink "github.com/zlink-go/zlink"
+	"github.com/zlink-go/zlink/admin"
 	"github.com/zlink-go/zlink/location"
 	"github.com/zlink-go/zlink/routemesh"
 	"github.com/zlink-go/zlink/spot"
@@ -141,8 +142,9 @@ func isRedisURL(u string) bool {
 	return strings.HasPrefix(u, "redis://") || strings.HasPrefix(u, "rediss://")
 }
 
-// openStore opens the Location Store named by url ("none" → nil).
-func openStore(ctx context.Context, url string) (location.Store, error) {
+// openStore opens the Location Store named by url ("none" → nil). log
+// receives the store's warnings (a corrupt record, once per key).
+func openStore(ctx context.Context, url string, log zerolog.Logger) (location.Store, error) {
 	switch {
 	case url == "" || url == "none":
 		return nil, nil
@@ -151,6 +153,7 @@ func openStore(ctx context.Context, url string) (location.Store, error) {
 		if err != nil {
 			return nil, usagef("--location: " + err.Error())
 		}
+		rc.Logger = log.With().Str("component", "location").Logger()
 		s, err := location.NewRedis(ctx, rc)
 		if err != nil {
 			return nil, fmt.Errorf("location store %s: %w", rc.Addr, err) // never the URL: it may hold a password
@@ -180,7 +183,7 @@ func runNode(ctx context.Context, cfg *fileConfig, cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	a := newApp(log)
+	bis := builtinCollector{}
 	opts := zlink.NewOptions().SetLogger(log)
 	for i := range cfg.Meshes {
 		m := &cfg.Meshes[i]
@@ -188,7 +191,7 @@ func runNode(ctx context.Context, cfg *fileConfig, cmd *cobra.Command) error {
 		if err := m.apply(opts.AddRouteMesh(m.Name), bi, secret, &cfg.TLS); err != nil {
 			return err
 		}
-		a.addMesh(m.Name, bi)
+		bis[m.Name] = bi
 	}
 	// Every configuration check the runtime does happens before anything
 	// binds, so a bad configuration exits 2 without side effects.
@@ -207,11 +210,16 @@ func runNode(ctx context.Context, cfg *fileConfig, cmd *cobra.Command) error {
 	if err := checkAdminExposure(cfg.Admin, token); err != nil {
 		return err
 	}
-	a.token = token
+	// The admin API serves from now on (/healthz says starting until the
+	// host is published).
+	api, err := admin.New(admin.Options{Token: token, Logger: log, Counters: bis.counters, Collectors: []prometheus.Collector{bis}})
+	if err != nil {
+		return usagef(err.Error())
+	}
 
 	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	store, err := openStore(startCtx, cfg.Location)
+	store, err := openStore(startCtx, cfg.Location, log)
 	if err != nil {
 		return err
 	}
@@ -223,7 +231,7 @@ func runNode(ctx context.Context, cfg *fileConfig, cmd *cobra.Command) error {
 	if err != nil {
 		return fmt.Errorf("admin %s: %w", cfg.Admin, err)
 	}
-	srv := newAdminServer(a.handler())
+	srv := admin.NewServer(api)
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
@@ -248,12 +256,18 @@ func runNode(ctx context.Context, cfg *fileConfig, cmd *cobra.Command) error {
 		_ = host.Stop(sctx)
 		return err
 	}
-	a.started(host)
+	for _, n := range host.Meshes() {
+		if bi := bis[n.Mesh()]; bi != nil {
+			bi.setRID(n.RID())
+		}
+	}
+	api.SetHost(host)
 	fmt.Fprintln(cmd.OutOrStdout(), readyLine(host, ln.Addr().String()))
 	log.Info().Str("admin", ln.Addr().String()).Msg("node ready")
 
 	<-ctx.Done()
-	return a.shutdown(log)
+	api.MarkStopping()
+	return shutdown(host, log)
 }
 
 // waitSpots waits until the Spot runtime of every Object Server mesh can
@@ -285,37 +299,8 @@ func readyLine(h *zlink.Host, admin string) string {
 		strings.Join(names, ","), strings.Join(rids, ","), strings.Join(eps, ","), admin)
 }
 
-// app is the running node as the admin API sees it.
-type app struct {
-	log      zerolog.Logger
-	token    []byte // admin bearer token; nil = mutating endpoints open (loopback only)
-	names    []string
-	bis      map[string]*builtins
-	host     atomic.Pointer[zlink.Host]
-	stopping atomic.Bool
-}
-
-func newApp(log zerolog.Logger) *app { return &app{log: log, bis: map[string]*builtins{}} }
-
-func (a *app) addMesh(name string, bi *builtins) {
-	a.names = append(a.names, name)
-	a.bis[name] = bi
-}
-
-// started publishes the running host to the handlers.
-func (a *app) started(h *zlink.Host) {
-	for _, n := range h.Meshes() {
-		if bi := a.bis[n.Mesh()]; bi != nil {
-			bi.setRID(n.RID())
-		}
-	}
-	a.host.Store(h)
-}
-
 // shutdown drains every mesh, then stops the host (SIGINT/SIGTERM).
-func (a *app) shutdown(log zerolog.Logger) error {
-	a.stopping.Store(true)
-	h := a.host.Load()
+func shutdown(h *zlink.Host, log zerolog.Logger) error {
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
 	for _, n := range h.Meshes() {
@@ -328,19 +313,4 @@ func (a *app) shutdown(log zerolog.Logger) error {
 	}
 	log.Info().Msg("node stopped")
 	return nil
-}
-
-// mesh returns the MeshNode named name ("" = the first).
-func (a *app) mesh(name string) (*routemesh.Node, error) {
-	h := a.host.Load()
-	if h == nil {
-		return nil, errNotStarted
-	}
-	if name == "" {
-		return h.Meshes()[0], nil
-	}
-	if n := h.Mesh(name); n != nil {
-		return n, nil
-	}
-	return nil, fmt.Errorf("%w: %q", errUnknownMesh, name)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/zlink-go/zlink/admin"
 	"github.com/zlink-go/zlink/location"
 	"github.com/zlink-go/zlink/routemesh"
 	"github.com/zlink-go/zlink/spot"
@@ -84,19 +85,9 @@ func (r spotResult) fail(code, msg string) error {
 	return errSilent
 }
 
-// spotCode is the stable lower_snake name of a Spot call's error: the
-// Spot runtime's own errors, else the wire code name.
-func spotCode(err error) string {
-	switch {
-	case errors.Is(err, spot.ErrCycle):
-		return "cycle"
-	case errors.Is(err, spot.ErrFenced):
-		return "fenced"
-	case errors.Is(err, spot.ErrRole):
-		return "role"
-	}
-	return wire.CodeOf(err).String()
-}
+// spotCode is the stable lower_snake name of a Spot call's error
+// (admin.SpotCode: the same names the admin API answers with).
+func spotCode(err error) string { return admin.SpotCode(err) }
 
 // runSpot starts an ephemeral Object Client node, waits until it can
 // call Spots (or until the --peer Object Server is ready), makes one call

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -9,50 +8,17 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/zlink-go/zlink/admin"
 )
 
-// undrainResponse answers POST /undrain.
-type undrainResponse struct {
-	Undrained bool     `json:"undrained"`
-	Meshes    []string `json:"meshes"`
-	Error     string   `json:"error,omitempty"`
-}
-
-// postUndrain serves POST /undrain: every mesh of the node returns to new
-// selection (undoes a drain) without a restart. 409 while the process is
-// shutting down (its drain is part of the shutdown).
-func (a *app) postUndrain(w http.ResponseWriter, r *http.Request) {
-	h := a.host.Load()
-	switch {
-	case h == nil:
-		writeErr(w, http.StatusServiceUnavailable, errNotStarted)
-		return
-	case a.stopping.Load():
-		writeErr(w, http.StatusConflict, fmt.Errorf("undrain: the process is shutting down"))
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), adminTimeout)
-	defer cancel()
-	resp := undrainResponse{Undrained: true, Meshes: []string{}}
-	for _, n := range h.Meshes() {
-		resp.Meshes = append(resp.Meshes, n.Mesh())
-		if err := n.Undrain(ctx); err != nil {
-			resp.Undrained = false
-			resp.Error = fmt.Sprintf("mesh %s: %v", n.Mesh(), err)
-			writeJSON(w, http.StatusConflict, resp)
-			return
-		}
-	}
-	writeJSON(w, http.StatusOK, resp)
-}
-
 func newUndrainCmd() *cobra.Command {
-	var admin adminTarget
+	var target adminTarget
 	c := &cobra.Command{
 		Use:   "undrain --admin ADDR",
 		Short: "Undo a drain: the node returns to new selection without a restart",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ac, err := newAdminClient(admin, adminTimeout+time.Second)
+			ac, err := newAdminClient(target, adminTimeout+time.Second)
 			if err != nil {
 				return err
 			}
@@ -60,7 +26,7 @@ func newUndrainCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var resp undrainResponse
+			var resp admin.UndrainResponse
 			if code == http.StatusOK {
 				if err := json.Unmarshal(raw, &resp); err != nil {
 					return fmt.Errorf("undrain: %w", err)
@@ -74,6 +40,6 @@ func newUndrainCmd() *cobra.Command {
 			return fail(code, raw)
 		},
 	}
-	addAdminFlag(c, &admin)
+	addAdminFlag(c, &target)
 	return c
 }

@@ -46,6 +46,7 @@ func Run(t *testing.T, newStore NewStoreFunc) {
 		{"SpotLeaseCreateRenewDelete", testSpotLeaseCreateRenewDelete},
 		{"SpotLeaseTombstone", testSpotLeaseTombstone},
 		{"SpotLeaseTombstoneExpires", testSpotLeaseTombstoneExpires},
+		{"SpotLeaseLiveReads", testSpotLeaseLiveReads},
 		{"SpotClaimAbsent", testSpotClaimAbsent},
 		{"SpotClaimReleased", testSpotClaimReleased},
 		{"SpotClaimMismatch", testSpotClaimMismatch},

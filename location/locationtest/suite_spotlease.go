@@ -102,3 +102,40 @@ func testSpotLeaseTombstoneExpires(t *testing.T, s location.Store, expire func(t
 	requireLive(t, s, short, LongTTL, true)
 	requireIs(t, s.CreateSpotLease(ctx, kept, LongTTL), location.ErrFenced)
 }
+
+// SpotLeaseLive reads a lease and writes nothing: a lease it found absent
+// can still be created (no tombstone); live, deleted, expired and
+// tombstoned leases read as they are.
+func testSpotLeaseLiveReads(t *testing.T, s location.Store, expire func(time.Duration)) {
+	ctx := testCtx(t)
+	readLive := func(l location.SpotLease, want bool) {
+		t.Helper()
+		live, err := s.SpotLeaseLive(ctx, l)
+		requireNoErr(t, err)
+		if live != want {
+			t.Fatalf("SpotLeaseLive(%+v) = %v, want %v", l, live, want)
+		}
+	}
+	l := lease("m", "n", 1<<63+7)
+	readLive(l, false)
+	requireNoErr(t, s.CreateSpotLease(ctx, l, LongTTL)) // no tombstone was written
+	readLive(l, true)
+	readLive(lease("m", "n", 1<<63+8), false)     // another generation
+	readLive(lease("other", "n", 1<<63+7), false) // another mesh
+	requireNoErr(t, s.DeleteSpotLease(ctx, l))
+	readLive(l, false)
+
+	short := lease("m", "s", 1)
+	requireNoErr(t, s.CreateSpotLease(ctx, short, ShortTTL))
+	readLive(short, true)
+	expire(ShortTTL)
+	WaitFor(t, "the short lease to expire", func() bool {
+		live, err := s.SpotLeaseLive(ctx, short)
+		return err == nil && !live
+	})
+	requireLive(t, s, short, LongTTL, false) // tombstones it
+	readLive(short, false)
+
+	_, err := s.SpotLeaseLive(ctx, lease("m", "", 1))
+	requireIs(t, err, location.ErrInvalid)
+}

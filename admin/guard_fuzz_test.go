@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"bytes"
@@ -7,8 +7,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-
-	zlink "github.com/zlink-go/zlink"
 )
 
 // FuzzAdminBodies sends arbitrary bodies to the admin endpoints that read
@@ -30,13 +28,16 @@ func FuzzAdminBodies(f *testing.F) {
 		f.Add("/drain", []byte(s))
 	}
 	a, _, _ := healthApp(f, 0, gameNode)
-	h := a.routes(zlink.DefaultHealthConfig())
+	h := http.Handler(a)
 	f.Fuzz(func(t *testing.T, path string, body []byte) {
 		if path != "/weight" && path != "/drain" {
 			return
 		}
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body)))
+		req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
+		req.Host = "localhost"
+		req.Header.Set("Content-Type", "application/json")
+		h.ServeHTTP(rec, req)
 		code := rec.Code
 		switch {
 		case code == http.StatusOK:
@@ -44,7 +45,7 @@ func FuzzAdminBodies(f *testing.F) {
 				t.Fatalf("POST %s %q: 200 for invalid JSON", path, body)
 			}
 		case code >= 400 && code < 500, code == http.StatusGatewayTimeout:
-			var e errorResponse
+			var e ErrorResponse
 			if rec.Header().Get("Content-Type") != "application/json" || json.Unmarshal(rec.Body.Bytes(), &e) != nil {
 				t.Fatalf("POST %s %q: %d without a JSON body: %q", path, body, code, rec.Body)
 			}

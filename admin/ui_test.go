@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"bufio"
@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 
 	zlink "github.com/zlink-go/zlink"
@@ -175,12 +174,14 @@ func TestUI_EventsStreamSnapshotsAndWeightChanges(t *testing.T) {
 			HandleRequest("echo", func(_ *routemesh.Context, p []byte) ([]byte, error) { return p, nil })
 	})
 	an := a.Mesh("default")
-	app := newApp(zerolog.Nop())
-	app.addMesh("default", newBuiltins())
-	app.token = []byte("ui-test-token-0123456789")
-	app.started(a)
+	const token = "ui-test-token-0123456789"
+	app, err := New(Options{Token: []byte(token)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	app.SetHost(a)
 	const readTimeout = 300 * time.Millisecond
-	srv := httptest.NewUnstartedServer(app.handler())
+	srv := httptest.NewUnstartedServer(app)
 	srv.Config.ReadTimeout = readTimeout // as zlink-node run's admin server has one
 	srv.Start()
 	t.Cleanup(srv.Close)
@@ -362,6 +363,7 @@ func TestUI_EventsStreamSnapshotsAndWeightChanges(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		req.Header.Set("Content-Type", "application/json")
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
@@ -375,7 +377,7 @@ func TestUI_EventsStreamSnapshotsAndWeightChanges(t *testing.T) {
 	if code := post(""); code != http.StatusUnauthorized {
 		t.Fatalf("POST /weight without the token = %d", code)
 	}
-	if code := post(string(app.token)); code != http.StatusOK {
+	if code := post(token); code != http.StatusOK {
 		t.Fatalf("POST /weight = %d", code)
 	}
 	waitEvent("own shows weight 7", func(ev *uiTestEvent) bool {
@@ -400,7 +402,7 @@ func TestUI_EventsStreamSnapshotsAndWeightChanges(t *testing.T) {
 	}
 
 	// A stopping process: a last snapshot says so and the stream ends.
-	app.stopping.Store(true)
+	app.MarkStopping()
 	waitEvent("state stopping", func(ev *uiTestEvent) bool { return ev.Snapshot.State == "stopping" })
 	select {
 	case _, ok := <-events:
@@ -414,8 +416,11 @@ func TestUI_EventsStreamSnapshotsAndWeightChanges(t *testing.T) {
 
 // Before the host starts, the stream says so.
 func TestUI_SnapshotBeforeStart(t *testing.T) {
-	app := newApp(zerolog.Nop())
-	srv := httptest.NewServer(app.handler())
+	app, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(app)
 	defer srv.Close()
 	var snap struct {
 		State  string            `json:"state"`

@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 
 	zlink "github.com/zlink-go/zlink"
@@ -34,10 +33,7 @@ func TestUI_BrowserRendersChannelServers(t *testing.T) {
 	if err := cn.SetWeight(ctx, "match", 300); err != nil {
 		t.Fatal(err)
 	}
-	app := newApp(zerolog.Nop())
-	app.addMesh("default", newBuiltins())
-	app.started(a)
-	srv := httptest.NewServer(app.handler())
+	srv := httptest.NewServer(Handler(a, Options{}))
 	t.Cleanup(srv.Close)
 	browser := cdptest.Start(t) // closed before srv: its event stream ends first
 

@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"encoding/json"
@@ -21,7 +21,7 @@ import (
 // maxBodyBytes bounds every admin request body.
 const maxBodyBytes = 64 << 10
 
-// maxHeaderBytes bounds the request line and headers.
+// maxHeaderBytes bounds the request line and headers (NewServer).
 const maxHeaderBytes = 64 << 10
 
 // Timeouts of the admin HTTP server. A client that trickles its headers
@@ -34,7 +34,7 @@ const (
 	readTimeout       = 10 * time.Second
 	idleTimeout       = 60 * time.Second
 	writeTimeout      = 30 * time.Second
-	longWriteTimeout  = maxDrainTimeout + 10*time.Second
+	longWriteTimeout  = MaxDrainTimeout + 10*time.Second
 )
 
 // longWrite gives h's answer room for the longest drain or move: its
@@ -63,10 +63,14 @@ var (
 	errMethod = errors.New("admin: method not allowed")
 )
 
-// newAdminServer returns the admin HTTP server of handler h (app.handler,
-// whose bodies limitBodies bounds), with every timeout set: a slow or
-// oversized client holds nothing for long.
-func newAdminServer(h http.Handler) *http.Server {
+// NewServer returns an HTTP server for the admin API h (an *API or the
+// Handler, whose bodies are bounded already) with every timeout set: a
+// client that trickles its headers or body, idles on a kept-alive
+// connection or does not read its answer is disconnected, and headers are
+// bounded. The endpoints that wait for a drain or a move, and /ui's event
+// stream, extend their own write deadline. An embedder that mounts the API
+// on a server of its own should set comparable timeouts there.
+func NewServer(h http.Handler) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
 		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes}
 }
@@ -88,7 +92,7 @@ func limitBodies(next http.Handler) http.Handler {
 
 // writeErrCode answers an error with its stable code.
 func writeErrCode(w http.ResponseWriter, status int, code string, err error) {
-	writeJSON(w, status, errorResponse{Error: err.Error(), Code: code})
+	writeJSON(w, status, ErrorResponse{Error: err.Error(), Code: code})
 }
 
 // readJSON decodes the body of r into v: exactly one JSON object with only

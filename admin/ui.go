@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"bytes"
@@ -52,7 +52,7 @@ type uiMesh struct {
 	Status   *routemesh.Status `json:"status,omitempty"`
 	Error    string            `json:"error,omitempty"`
 	Channels []uiChannel       `json:"channels"`
-	Spots    spotsMesh         `json:"spots"`
+	Spots    SpotsMesh         `json:"spots"`
 }
 
 // uiChannel is one channel role of the node. Servers are the candidates of
@@ -85,7 +85,7 @@ type uiServer struct {
 // uiState keeps what the snapshots share: the recent selections of each
 // channel, sampled by every snapshot (any stream, any request).
 type uiState struct {
-	a   *app
+	a   *API
 	mu  sync.Mutex
 	sel map[string]*selWindow // mesh + "\x00" + channel
 }
@@ -116,23 +116,23 @@ func (w *selWindow) add(s *routemesh.Selection) {
 
 // uiRoutes registers the dashboard: /ui (the page and its assets),
 // /ui/snapshot (one snapshot) and /ui/events (the stream). All read-only.
-func (a *app) uiRoutes(mux *http.ServeMux) {
+func (a *API) uiRoutes(mux *http.ServeMux) {
 	u := &uiState{a: a, sel: map[string]*selWindow{}}
 	static, err := fs.Sub(uiAssets, "ui")
 	if err != nil {
 		panic(err) // the directory is embedded at build time
 	}
 	files := http.StripPrefix("/ui/", http.FileServerFS(static))
-	mux.HandleFunc("GET /ui", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "/ui/", http.StatusMovedPermanently)
-	})
-	mux.HandleFunc("GET /ui/", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /ui", a.read(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, a.opts.Prefix+"/ui/", http.StatusMovedPermanently)
+	}))
+	mux.HandleFunc("GET /ui/", a.read(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-cache")
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:")
 		files.ServeHTTP(w, r)
-	})
-	mux.HandleFunc("GET /ui/snapshot", u.getSnapshot)
-	mux.HandleFunc("GET /ui/events", u.getEvents)
+	}))
+	mux.HandleFunc("GET /ui/snapshot", a.read(u.getSnapshot))
+	mux.HandleFunc("GET /ui/events", a.read(u.getEvents))
 }
 
 // snapshot builds one view of the process from its public APIs.
@@ -143,7 +143,7 @@ func (u *uiState) snapshot(ctx context.Context) uiSnapshot {
 	case h == nil:
 		snap.State = "starting"
 		return snap
-	case u.a.stopping.Load():
+	case u.a.stopping():
 		snap.State = "stopping"
 	}
 	for _, n := range h.Meshes() {

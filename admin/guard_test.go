@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"bufio"
@@ -7,12 +7,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/rs/zerolog"
 
 	zlink "github.com/zlink-go/zlink"
 	"github.com/zlink-go/zlink/routemesh"
@@ -22,7 +21,7 @@ import (
 type adminReply struct {
 	status int
 	allow  string
-	body   errorResponse
+	body   ErrorResponse
 	raw    string
 }
 
@@ -38,6 +37,7 @@ func send(t *testing.T, method, url, body string, chunked bool) adminReply {
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, url, err)
@@ -142,16 +142,16 @@ func TestReadJSON_Sentinels(t *testing.T) {
 		{`{"x":1}`, errBadBody},
 		{strings.Repeat(" ", maxBodyBytes+1), errBodyTooLarge},
 	} {
-		rec := &capturedResponse{header: http.Header{}}
+		rec := httptest.NewRecorder()
 		req, _ := http.NewRequest(http.MethodPost, "/weight", strings.NewReader(tc.body))
 		req.Body = http.MaxBytesReader(rec, req.Body, maxBodyBytes)
-		var v weightRequest
+		var v WeightRequest
 		if readJSON(rec, req, "weight", &v, false) {
 			t.Fatalf("%q accepted", tc.body)
 		}
-		var e errorResponse
-		if err := json.Unmarshal(rec.body.Bytes(), &e); err != nil || !strings.Contains(e.Error, tc.want.Error()) {
-			t.Fatalf("body %q: %s, want %v", tc.body, rec.body.String(), tc.want)
+		var e ErrorResponse
+		if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || !strings.Contains(e.Error, tc.want.Error()) {
+			t.Fatalf("body %q: %s, want %v", tc.body, rec.Body.String(), tc.want)
 		}
 	}
 }
@@ -160,7 +160,11 @@ func TestReadJSON_Sentinels(t *testing.T) {
 // answers 200) through newAdminServer with short timeouts.
 func slowServer(t *testing.T) (*http.Server, string) {
 	t.Helper()
-	srv := newAdminServer(newApp(zerolog.Nop()).handler())
+	a, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := NewServer(a)
 	if srv.ReadHeaderTimeout <= 0 || srv.ReadTimeout <= 0 || srv.WriteTimeout <= 0 || srv.IdleTimeout <= 0 || srv.MaxHeaderBytes <= 0 {
 		t.Fatalf("admin server without a bound: %+v", srv)
 	}
@@ -237,9 +241,9 @@ func closedByServer(t *testing.T, c net.Conn, what string) string {
 func TestAdmin_SlowClients(t *testing.T) {
 	_, addr := slowServer(t)
 	base := "http://" + addr
-	slowHeader := rawConn(t, addr, "GET /healthz HTTP/1.1\r\nHost: zlink\r\nX-Slow: a")
-	slowBody := rawConn(t, addr, "POST /weight HTTP/1.1\r\nHost: zlink\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"chan")
-	idle := rawConn(t, addr, "GET /healthz HTTP/1.1\r\nHost: zlink\r\n\r\n")
+	slowHeader := rawConn(t, addr, "GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Slow: a")
+	slowBody := rawConn(t, addr, "POST /weight HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"chan")
+	idle := rawConn(t, addr, "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
 	resp, err := http.ReadResponse(bufio.NewReader(idle), nil)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("first request of the idle client: %v %v", resp, err)

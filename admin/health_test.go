@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"context"
@@ -10,11 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 
 	zlink "github.com/zlink-go/zlink"
+	"github.com/zlink-go/zlink/routemesh"
 )
+
+const testToken = "0123456789abcdef-admin-token"
 
 // healthLeaks are the goroutines zmq4 and protoactor leave behind by design.
 var healthLeaks = []goleak.Option{
@@ -29,8 +31,15 @@ var healthLeaks = []goleak.Option{
 }
 
 // healthApp runs one in-process node (configured by build) behind the admin
-// handlers with the given peer grace.
-func healthApp(t testing.TB, grace time.Duration, build func(o *zlink.Options)) (*app, *zlink.Host, string) {
+// API with the given peer grace.
+func healthApp(t testing.TB, grace time.Duration, build func(o *zlink.Options)) (*API, *zlink.Host, string) {
+	t.Helper()
+	return apiWith(t, Options{Health: zlink.HealthConfig{PeerGrace: grace}}, build)
+}
+
+// apiWith runs one in-process node (configured by build) behind the admin
+// API with opts, on a loopback test server.
+func apiWith(t testing.TB, opts Options, build func(o *zlink.Options)) (*API, *zlink.Host, string) {
 	t.Helper()
 	// Registered first, so it runs after every other cleanup.
 	t.Cleanup(func() { goleak.VerifyNone(t, healthLeaks...) })
@@ -42,12 +51,12 @@ func healthApp(t testing.TB, grace time.Duration, build func(o *zlink.Options)) 
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
-	a := newApp(zerolog.Nop())
-	for _, n := range h.Meshes() {
-		a.addMesh(n.Mesh(), newBuiltins())
+	a, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
 	}
-	a.started(h)
-	srv := httptest.NewServer(a.routes(zlink.HealthConfig{PeerGrace: grace}))
+	a.SetHost(h)
+	srv := httptest.NewServer(a)
 	t.Cleanup(func() {
 		srv.Close()
 		sctx, c := context.WithTimeout(context.Background(), 10*time.Second)
@@ -60,7 +69,7 @@ func healthApp(t testing.TB, grace time.Duration, build func(o *zlink.Options)) 
 }
 
 // probe GETs path and decodes the health body.
-func probe(t *testing.T, base, path string) (int, healthResponse) {
+func probe(t *testing.T, base, path string) (int, HealthResponse) {
 	t.Helper()
 	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	resp, err := c.Get(base + path)
@@ -68,7 +77,7 @@ func probe(t *testing.T, base, path string) (int, healthResponse) {
 		t.Fatalf("GET %s: %v", path, err)
 	}
 	defer resp.Body.Close()
-	var body healthResponse
+	var body HealthResponse
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
 		t.Fatalf("GET %s: decode: %v", path, err)
 	}
@@ -76,7 +85,7 @@ func probe(t *testing.T, base, path string) (int, healthResponse) {
 }
 
 // waitProbe waits until path answers code, failing with the last body.
-func waitProbe(t *testing.T, base, path string, code int, d time.Duration) healthResponse {
+func waitProbe(t *testing.T, base, path string, code int, d time.Duration) HealthResponse {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for {
@@ -152,8 +161,11 @@ func TestAdminHealth_DrainingIsNotReadyButLive(t *testing.T) {
 }
 
 func TestAdminHealth_StoppingAndStartingProcess(t *testing.T) {
-	a := newApp(zerolog.Nop())
-	srv := httptest.NewServer(a.handler())
+	a, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(a)
 	defer srv.Close()
 	if code, body := probe(t, srv.URL, "/readyz"); code != http.StatusServiceUnavailable || body.Status != "starting" {
 		t.Fatalf("/readyz before start = %d %+v", code, body)
@@ -161,10 +173,68 @@ func TestAdminHealth_StoppingAndStartingProcess(t *testing.T) {
 	if code, body := probe(t, srv.URL, "/healthz"); code != http.StatusOK || !body.Live {
 		t.Fatalf("/healthz before start = %d %+v", code, body)
 	}
-	a.stopping.Store(true)
+	a.MarkStopping()
 	for _, path := range []string{"/healthz", "/readyz"} {
 		if code, body := probe(t, srv.URL, path); code != http.StatusServiceUnavailable || body.Status != "stopping" || len(body.Reasons) != 1 {
 			t.Fatalf("GET %s while stopping = %d %+v", path, code, body)
+		}
+	}
+}
+
+// Each endpoint that changes the node refuses no token and a wrong one
+// (401, nothing changed) and accepts the right one; read-only endpoints
+// stay open.
+func TestAdmin_MutatingEndpointsNeedTheToken(t *testing.T) {
+	_, h, url := apiWith(t, Options{Token: []byte(testToken)}, func(o *zlink.Options) {
+		o.AddRouteMesh("game").SetRoutingID("srv").Listen("tcp://127.0.0.1:0").
+			Channel("match").Server().HandleRequest("echo", func(c *routemesh.Context, p []byte) ([]byte, error) { return p, nil })
+	})
+	do := func(method, path, body, token string) int {
+		t.Helper()
+		req, err := http.NewRequest(method, url+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode == http.StatusUnauthorized {
+			var e ErrorResponse
+			if resp.Header.Get("WWW-Authenticate") == "" || json.NewDecoder(resp.Body).Decode(&e) != nil || e.Code != "unauthorized" {
+				t.Fatalf("%s %s: 401 without WWW-Authenticate or code unauthorized (%+v)", method, path, e)
+			}
+		}
+		return resp.StatusCode
+	}
+	for _, ep := range []struct{ path, body string }{
+		{"/weight", `{"channel":"match","weight":7}`},
+		{"/drain", `{"timeout":"1s"}`},
+		{"/undrain", ``},
+	} {
+		for _, tok := range []string{"", "wrong-token-of-enough-length"} {
+			if code := do(http.MethodPost, ep.path, ep.body, tok); code != http.StatusUnauthorized {
+				t.Fatalf("POST %s with token %q: %d, want 401", ep.path, tok, code)
+			}
+		}
+	}
+	if st, _ := h.Mesh("game").Status(t.Context()); st.State != routemesh.NodeReady || st.Channels[0].Weight != 100 {
+		t.Fatalf("a refused request changed the node: %v weight %d", st.State, st.Channels[0].Weight)
+	}
+	if code := do(http.MethodPost, "/weight", `{"channel":"match","weight":7}`, testToken); code != http.StatusOK {
+		t.Fatalf("POST /weight with the token: %d", code)
+	}
+	if code := do(http.MethodPost, "/undrain", ``, testToken); code != http.StatusOK {
+		t.Fatalf("POST /undrain with the token: %d", code)
+	}
+	for _, path := range []string{"/status", "/tree", "/metrics", "/healthz", "/readyz"} {
+		if code := do(http.MethodGet, path, "", ""); code != http.StatusOK {
+			t.Fatalf("GET %s without a token: %d, want 200", path, code)
 		}
 	}
 }

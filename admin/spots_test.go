@@ -1,7 +1,6 @@
-package main
+package admin
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,8 +11,8 @@ import (
 
 	zlink "github.com/zlink-go/zlink"
 	"github.com/zlink-go/zlink/internal/zerr"
+	"github.com/zlink-go/zlink/location"
 	"github.com/zlink-go/zlink/spot"
-	"github.com/zlink-go/zlink/supervisor"
 	"github.com/zlink-go/zlink/wire"
 )
 
@@ -38,7 +37,7 @@ func TestSpots_AdminWithoutRuntimeAndBadQueries(t *testing.T) {
 		o.AddRouteMesh("game").Listen("tcp://127.0.0.1:0").SetRoutingID("g1")
 		o.AddRouteMesh("chat").Listen("tcp://127.0.0.1:0").SetRoutingID("c1")
 	})
-	var resp spotsResponse
+	var resp SpotsResponse
 	if code := getJSON(t, base+"/spots?kind=counter&list=5", &resp); code != http.StatusOK {
 		t.Fatalf("GET /spots = %d", code)
 	}
@@ -50,55 +49,19 @@ func TestSpots_AdminWithoutRuntimeAndBadQueries(t *testing.T) {
 			t.Fatalf("mesh without Spots: %+v", m)
 		}
 	}
-	resp = spotsResponse{}
+	resp = SpotsResponse{}
 	if code := getJSON(t, base+"/spots?mesh=chat", &resp); code != http.StatusOK || len(resp.Meshes) != 1 || resp.Meshes[0].Mesh != "chat" {
 		t.Fatalf("GET /spots?mesh=chat = %d %+v", code, resp)
 	}
 	for _, q := range []string{"?list=3", "?kind=counter&list=0", "?kind=counter&list=x", fmt.Sprintf("?kind=counter&list=%d", maxSpotList+1)} {
-		var e errorResponse
+		var e ErrorResponse
 		if code := getJSON(t, base+"/spots"+q, &e); code != http.StatusBadRequest || !strings.Contains(e.Error, "list") {
 			t.Fatalf("GET /spots%s = %d %+v, want 400", q, code, e)
 		}
 	}
-	var e errorResponse
+	var e ErrorResponse
 	if code := getJSON(t, base+"/spots?mesh=nope", &e); code != http.StatusNotFound {
 		t.Fatalf("GET /spots?mesh=nope = %d %+v", code, e)
-	}
-}
-
-// A folded node (a Spot kind) keeps its children=N in the text tree, also
-// after the JSON round trip `zlink-node tree` makes.
-func TestTree_FoldedKindKeepsItsCount(t *testing.T) {
-	root := supervisor.Node{Path: "/", Kind: "system", State: supervisor.Running, Children: []supervisor.Node{
-		{Path: "/host/mesh:game/spots", Kind: "supervisor", State: supervisor.Running, Children: []supervisor.Node{
-			{Path: "/host/mesh:game/spots/counter", Kind: "spot-kind", State: supervisor.Running, Folded: 3, Children: []supervisor.Node{}},
-			{Path: "/host/mesh:game/spots/lease", Kind: "lease", State: supervisor.Running, Children: []supervisor.Node{}},
-		}},
-	}}
-	raw, err := json.Marshal(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Contains(raw, []byte(`"folded_children":3`)) {
-		t.Fatalf("tree JSON lacks folded_children: %s", raw)
-	}
-	var back supervisor.Node
-	if err := json.Unmarshal(raw, &back); err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	if err := formatTree(&b, back); err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
-	if len(lines) != 4 {
-		t.Fatalf("tree:\n%s", b.String())
-	}
-	if l := lines[2]; !strings.HasPrefix(l, "    /host/mesh:game/spots/counter spot-kind running ") || !strings.HasSuffix(l, " children=3") {
-		t.Fatalf("folded line %q", l)
-	}
-	if strings.Contains(lines[3], "children=") {
-		t.Fatalf("unfolded line %q", lines[3])
 	}
 }
 
@@ -117,8 +80,54 @@ func TestSpots_ErrorCodes(t *testing.T) {
 		{errors.New("boom"), "handler"},
 	}
 	for _, tc := range cases {
-		if got := spotCode(tc.err); got != tc.want {
-			t.Errorf("spotCode(%v) = %s, want %s", tc.err, got, tc.want)
+		if got := SpotCode(tc.err); got != tc.want {
+			t.Errorf("SpotCode(%v) = %s, want %s", tc.err, got, tc.want)
+		}
+	}
+}
+
+// GET /spots/owner refuses missing parameters and an unknown mesh, and
+// says not_enabled on a node without a Location Store.
+func TestSpotOwner_AdminRefusals(t *testing.T) {
+	_, _, base := healthApp(t, time.Second, func(o *zlink.Options) {
+		o.AddRouteMesh("game").Listen("tcp://127.0.0.1:0").SetRoutingID("g1")
+	})
+	for _, tc := range []struct {
+		query  string
+		status int
+		code   string
+	}{
+		{"", http.StatusBadRequest, "bad_request"},
+		{"?kind=counter", http.StatusBadRequest, "bad_request"},
+		{"?id=x", http.StatusBadRequest, "bad_request"},
+		{"?kind=counter&id=x&timeout=forever", http.StatusBadRequest, "bad_request"},
+		{"?kind=counter&id=x&mesh=nope", http.StatusNotFound, "unknown_mesh"},
+		{"?kind=counter&id=x", http.StatusConflict, "not_enabled"},
+	} {
+		var e ErrorResponse
+		if code := getJSON(t, base+"/spots/owner"+tc.query, &e); code != tc.status || e.Code != tc.code {
+			t.Errorf("GET /spots/owner%s = %d %+v, want %d %s", tc.query, code, e, tc.status, tc.code)
+		}
+	}
+}
+
+func TestErrorCode(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("x: %w", spot.ErrNotFound), "not_found"},
+		{fmt.Errorf("x: %w", location.ErrInvalid), "invalid"},
+		{fmt.Errorf("x: %w", location.ErrCorrupt), "corrupt"},
+		{fmt.Errorf("x: %w", spot.ErrManualTopology), "blocked"},
+		{fmt.Errorf("x: %w", spot.ErrNotEnabled), "not_enabled"},
+		{fmt.Errorf("x: %w", spot.ErrUnknownKind), "unknown_kind"},
+		{fmt.Errorf("x: %w", spot.ErrHandler), "handler"},
+		{fmt.Errorf("x: %w", spot.ErrFenced), "fenced"},
+		{errors.New("boom"), "failed"},
+	} {
+		if got := ErrorCode(tc.err); got != tc.want {
+			t.Errorf("ErrorCode(%v) = %s, want %s", tc.err, got, tc.want)
 		}
 	}
 }
