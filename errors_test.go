@@ -67,6 +67,7 @@ func TestErrors_ReexportsAreTheSourceValues(t *testing.T) {
 		{"Role", zlink.ErrRole, []error{zerr.ErrRole, spot.ErrRole}},
 		{"NotEnabled", zlink.ErrNotEnabled, []error{zerr.ErrNotEnabled, spot.ErrNotEnabled}},
 		{"UnknownKind", zlink.ErrUnknownKind, []error{zerr.ErrUnknownKind, spot.ErrUnknownKind}},
+		{"NoOwner", zlink.ErrNoOwner, []error{zerr.ErrNoOwner, spot.ErrNotFound}},
 		{"SpotConfig", zlink.ErrSpotConfig, []error{zerr.ErrSpotConfig, spot.ErrConfig}},
 	} {
 		if tc.reexp == nil {

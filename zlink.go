@@ -100,6 +100,7 @@ var (
 	ErrRole           = zerr.ErrRole           // the node's object role does not allow it
 	ErrNotEnabled     = zerr.ErrNotEnabled     // the Spot runtime is not attached to the MeshNode
 	ErrUnknownKind    = zerr.ErrUnknownKind    // the Spot kind is not registered on the node
+	ErrNoOwner        = zerr.ErrNoOwner        // spot.Owner: nobody owns the Spot (spot.ErrNotFound)
 	ErrSpotConfig     = zerr.ErrSpotConfig     // a refused Spot kind or runtime setting (also matches ErrConfig)
 )
 

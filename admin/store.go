@@ -69,6 +69,11 @@ var (
 		"Spot directory writes no replica confirmed (Redis).", nil, nil)
 )
 
+// StoreCollector returns the collector of the zlink_store_* metrics the
+// admin API's /metrics serves, for an embedder that registers metrics on
+// a registry of its own.
+func StoreCollector(host func() *zlink.Host) prometheus.Collector { return storeCollector{host: host} }
+
 // storeCollector reports the host's Location Store counters (one store
 // per host, however many meshes; nothing without a store or before the
 // host is known, and nothing for a store that does not count).

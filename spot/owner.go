@@ -2,17 +2,17 @@ package spot
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
+	"github.com/zlink-go/zlink/internal/zerr"
 	"github.com/zlink-go/zlink/location"
 	"github.com/zlink-go/zlink/routemesh"
 )
 
 // ErrNotFound: nobody owns the Spot (Owner): its ownership record is
 // absent (never claimed) or released.
-var ErrNotFound = errors.New("zlink: spot has no owner")
+var ErrNotFound = zerr.ErrNoOwner
 
 // Activity says whether a Spot is active on its owner (OwnerInfo.Active).
 type Activity string

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	zlink "github.com/zlink-go/zlink"
+	"github.com/zlink-go/zlink/admin"
 	"github.com/zlink-go/zlink/metrics"
 )
 
@@ -36,6 +37,7 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	ch := make(chan *prometheus.Desc, 64)
 	go func() {
 		metrics.New(func() *zlink.Host { return nil }, metrics.Config{}).Describe(ch)
+		admin.StoreCollector(func() *zlink.Host { return nil }).Describe(ch)
 		close(ch)
 	}()
 	for d := range ch {

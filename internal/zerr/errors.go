@@ -71,6 +71,9 @@ var (
 	ErrNotEnabled = errors.New("zlink: spots not enabled on this MeshNode")
 	// ErrUnknownKind: the Spot kind is not registered on the node.
 	ErrUnknownKind = errors.New("zlink: unknown spot kind")
+	// ErrNoOwner: nobody owns the Spot (its ownership record is missing,
+	// released, or names an owner whose lease is gone).
+	ErrNoOwner = errors.New("zlink: spot has no owner")
 	// ErrSpotConfig: a refused Spot kind or runtime setting; it also
 	// matches ErrConfig.
 	ErrSpotConfig error = &subConfig{msg: "zlink: spot configuration error"}

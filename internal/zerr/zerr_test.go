@@ -29,7 +29,7 @@ func TestDistinct(t *testing.T) {
 	all := []error{ErrNoTarget, ErrTimeout, ErrMailboxFull, ErrBusy, ErrPeerLost, ErrTooLarge,
 		ErrHandler, ErrCancelled, ErrShuttingDown, ErrProtocol, ErrUnknownPacket, ErrBadPayload,
 		ErrStopped, ErrNeedsLocationStore, ErrConfig, ErrCycle, ErrFenced, ErrOutcomeUnknown, ErrRole,
-		ErrNotEnabled, ErrUnknownKind}
+		ErrNotEnabled, ErrUnknownKind, ErrNoOwner}
 	texts := map[string]bool{}
 	for i, e := range all {
 		if !strings.HasPrefix(e.Error(), "zlink: ") {
