@@ -35,7 +35,9 @@ func TestUI_BrowserRendersChannelServers(t *testing.T) {
 	}
 	srv := httptest.NewServer(Handler(a, Options{}))
 	t.Cleanup(srv.Close)
-	browser := cdptest.Start(t) // closed before srv: its event stream ends first
+	srvC := httptest.NewServer(Handler(c, Options{}))
+	t.Cleanup(srvC.Close)
+	browser := cdptest.Start(t) // closed before srv and srvC: their event streams end first
 
 	// Traffic for as long as the browser looks (errors while the peers
 	// connect are expected: the page shows them too).
@@ -86,7 +88,22 @@ func TestUI_BrowserRendersChannelServers(t *testing.T) {
 		{"the select-one latency", `/p50 ≤/.test(document.querySelector('[data-mesh="default"] .facts').textContent)`},
 		{"the tree", `document.querySelector('#tree li[data-path="/host/mesh:default"]') !== null`},
 	}
-	deadline = time.Now().Add(15 * time.Second)
+	checkPage(ctx, t, page, time.Now().Add(15*time.Second), checks)
+
+	// A Server's page counts what it served.
+	pageC, err := browser.OpenPage(ctx, srvC.URL+"/ui/", 1360, 900)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPage(ctx, t, pageC, time.Now().Add(15*time.Second), []struct{ what, expr string }{
+		{"the requests c served", `Number(document.querySelector('[data-mesh="default"] .facts .served-requests')?.textContent) > 0`},
+	})
+}
+
+// checkPage waits, until deadline, for each check's expression to hold on
+// page.
+func checkPage(ctx context.Context, t *testing.T, page *cdptest.Page, deadline time.Time, checks []struct{ what, expr string }) {
+	t.Helper()
 	for _, c := range checks {
 		for {
 			var ok bool

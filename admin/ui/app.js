@@ -99,6 +99,18 @@
     let errors = 0;
     for (const [k, v] of Object.entries(c)) if (k.startsWith('errors_')) errors += v;
     const f = (label, value, cls) => el('span', { class: cls }, label + ' ', el('b', { text: value }));
+    // What this node served (the other side of its calls).
+    let served = 0, servedErr = 0, oneWay = 0, running = 0;
+    for (const s of st.served || []) {
+      running += s.running || 0;
+      for (const p of s.packets || []) {
+        oneWay += p.sends || 0;
+        for (const [r, v] of Object.entries(p.requests || {})) {
+          served += v;
+          if (r !== 'ok') servedErr += v;
+        }
+      }
+    }
     return el('div', { class: 'facts' },
       f('endpoint', st.endpoint, 'mono'),
       f('object', st.object_role),
@@ -107,6 +119,9 @@
       st.admission_paused ? f('admission', 'paused', 'skip') : null,
       st.drained ? f('drained', 'yes') : null,
       f('calls', c.calls || 0), f('ok', c.ok || 0), f('errors', errors, errors ? 'skip' : ''),
+      el('span', { class: 'served' }, 'served ', el('b', { class: 'served-requests', text: served }),
+        ' (errors ', el('b', { text: servedErr }), ', one-way ', el('b', { text: oneWay }),
+        ', running ', el('b', { text: running }), ')'),
       f('peers lost', c.peers_lost || 0, c.peers_lost ? 'skip' : ''),
       f('select-one latency', latencyText(mesh, st, at)),
       st.failure ? f('failure', st.failure, 'skip') : null);
