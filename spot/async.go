@@ -52,7 +52,8 @@ func (c *Context) CallAsync(channel, packet string, payload []byte, timeout time
 	if err := c.asyncCheck(); err != nil {
 		return err
 	}
-	return c.Node.CallAsyncContext(c.Context, channel, packet, payload, timeout, c.act.ref, c.replyTag(tag))
+	c.act.drain.owe()
+	return c.act.drain.started(c.Node.CallAsyncContext(c.Context, channel, packet, payload, timeout, c.act.ref, c.replyTag(tag)))
 }
 
 // CallNodeAsync is CallAsync for a Node-direct request to rid.
@@ -60,7 +61,8 @@ func (c *Context) CallNodeAsync(rid, packet string, payload []byte, timeout time
 	if err := c.asyncCheck(); err != nil {
 		return err
 	}
-	return c.Node.CallNodeAsyncContext(c.Context, rid, packet, payload, timeout, c.act.ref, c.replyTag(tag))
+	c.act.drain.owe()
+	return c.act.drain.started(c.Node.CallNodeAsyncContext(c.Context, rid, packet, payload, timeout, c.act.ref, c.replyTag(tag)))
 }
 
 // CallSpotAsync is CallAsync for a request to the Spot (kind, id): no turn
@@ -77,9 +79,10 @@ func (c *Context) CallSpotAsync(kind, id, packet string, payload []byte, timeout
 	if timeout <= 0 {
 		timeout = routemesh.DefaultRequestTimeout
 	}
+	c.act.drain.owe()
 	slot, err := c.act.ref.Reserve()
 	if err != nil {
-		return err
+		return c.act.drain.started(err)
 	}
 	sc := &spotCall{rt: rt, trace: rt.traceParent(c), slot: slot, tag: c.replyTag(tag), deadline: time.Now().Add(timeout), backoff: 10 * time.Millisecond}
 	// No turn waits on it: the call carries no call chain.
@@ -170,10 +173,21 @@ func (sc *spotCall) end(body []byte, res Result, err error) {
 	sc.slot.Post(&Reply{Tag: sc.tag, From: res.Owner, Payload: body, Err: err})
 }
 
-// reply runs the kind's OnReply for one asynchronous result, as a turn.
+// reply runs the kind's OnReply for one asynchronous result, as a turn —
+// also while a drain's last turn waits for the replies the Spot is owed
+// (drain.go), which it then ends after the last one. A reply no turn
+// takes changes nothing (after a move it must not save: the record is the
+// new owner's).
 func (a *spotActor) reply(r *Reply) {
 	rt, reg := a.rt, a.ks.reg
-	if a.gone || reg.onReply == nil || !rt.valid(a.act, time.Now()) {
+	m := &a.act.drain
+	if a.gone && !m.winding.Load() {
+		return // after its last turn: counted with what it was owed (abandon)
+	}
+	m.took()
+	if reg.onReply == nil || !rt.valid(a.act, time.Now()) {
+		rt.stats.asyncAbandoned.Add(1)
+		a.replied()
 		return // the turn that asked is gone with its activation
 	}
 	a.turns++
@@ -188,4 +202,6 @@ func (a *spotActor) reply(r *Reply) {
 	endTurn(sp, nil)
 	cancel()
 	a.act.turn.Store(0)
+	a.changed()
+	a.replied()
 }
