@@ -17,8 +17,9 @@ import (
 //     (handOffAll).
 //  3. Every kind actor deactivates what is still active here — the kinds
 //     without persistence, and the Spots whose move failed — and, until
-//     the drain ends, also whatever becomes active later (a claim that was
-//     already running, a move prepared before the drain). It answers once
+//     the drain ends, also what becomes active later (a move prepared
+//     before the drain, adopted here; a claim that was running when the
+//     drain began gives its record back at once instead). It answers once
 //     none of its Spots is active, claimed or on its way here.
 //
 // A Spot deactivated by the drain still takes, as turns, the replies to
@@ -28,10 +29,10 @@ import (
 // (Stats.AsyncAbandoned). Calls for the Spot wait in the kind actor
 // meanwhile and go to the new owner once the record is released.
 
-// drainMarks are an activation's part of a drain (leaf atomics).
+// drainMarks are an activation's part of a drain (leaf atomics, small:
+// every activation has them).
 type drainMarks struct {
-	owed  atomic.Int64 // replies to asynchronous calls its turns started, not taken yet
-	until atomic.Int64 // unix nanos: a drain's last turn waits for owed replies until then (0: it does not)
+	owed atomic.Int32 // replies to asynchronous calls its turns started, not taken yet
 	// winding: the Spot is past its last turn's start and waits for owed
 	// replies (written by its actor; the kind actor reads it to end the
 	// wait).
@@ -63,9 +64,10 @@ func (m *drainMarks) took() bool {
 	}
 }
 
-// graceLeft reports whether a drain's last turn still waits at now.
-func (m *drainMarks) graceLeft(now time.Time) bool {
-	u := m.until.Load()
+// graceLeft reports whether a drain's last turns still wait for owed
+// replies at now.
+func (ks *kindState) graceLeft(now time.Time) bool {
+	u := ks.grace.Load()
 	return u != 0 && now.UnixNano() < u
 }
 
@@ -88,7 +90,7 @@ func drainGrace(ctx context.Context, now time.Time) time.Time {
 // to the kind actor meanwhile (the Spot is gone), replies run as turns.
 func (a *spotActor) windDown() bool {
 	m := &a.act.drain
-	w := m.owed.Load() > 0 && !a.act.fenced.Load() && m.graceLeft(time.Now())
+	w := m.owed.Load() > 0 && !a.act.fenced.Load() && a.ks.graceLeft(time.Now())
 	m.winding.Store(w)
 	return w
 }
@@ -131,15 +133,6 @@ func (a *kindActor) redirect(d *delivery) {
 	a.rt.answer(d.r, &d.h, redirectReply(a.elsewhere(d.h.id), 0))
 }
 
-// drainClose deactivates act for the drain under way: its last turn waits
-// for the replies it is owed until the drain's grace ends.
-func (a *kindActor) drainClose(c actor.Context, act *activation) {
-	if !a.grace.IsZero() {
-		act.drain.until.Store(a.grace.UnixNano())
-	}
-	a.close(c, act, act.fenced.Load())
-}
-
 // drainTick runs on every tick while a drain or a stop deactivates the
 // kind: it deactivates what became active since (a move adopted here that
 // was prepared before the drain), repeats last-turn requests that did not
@@ -151,7 +144,8 @@ func (a *kindActor) drainTick(c actor.Context, now time.Time) {
 		return
 	}
 	if !a.refusing() {
-		a.closingAll, a.grace = false, time.Time{}
+		a.closingAll = false
+		a.ks.grace.Store(0)
 		return
 	}
 	for _, act := range a.ks.dir.all() {
@@ -160,11 +154,9 @@ func (a *kindActor) drainTick(c actor.Context, now time.Time) {
 		}
 		m := &act.drain
 		switch {
-		case !act.closing.Load():
-			a.drainClose(c, act)
-		case !act.closeSent:
+		case !act.closing.Load() || !act.closeSent:
 			a.close(c, act, act.fenced.Load())
-		case m.winding.Load() && (m.owed.Load() <= 0 || !m.graceLeft(now) || act.fenced.Load()):
+		case m.winding.Load() && (m.owed.Load() <= 0 || !a.ks.graceLeft(now) || act.fenced.Load()):
 			// Its wait is over: the last turn now (a second request after
 			// the Spot's own one changes nothing).
 			_ = act.ref.Tell(&deactivate{})

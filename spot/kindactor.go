@@ -73,9 +73,8 @@ type kindActor struct {
 	waiters   []*deactivateAll
 	lastSweep time.Time
 	// closingAll: a drain or a stop deactivates every Spot of the kind,
-	// also those that become active later (drain.go); grace is the drain's.
+	// also those that become active later (drain.go).
 	closingAll bool
-	grace      time.Time
 }
 
 var _ actors.FailureHandler = (*kindActor)(nil)
@@ -441,13 +440,15 @@ func (a *kindActor) fenceInc(c actor.Context, s *incState) {
 }
 
 func (a *kindActor) deactivateAll(c actor.Context, msg *deactivateAll) {
-	a.closingAll, a.grace = true, msg.grace
+	a.closingAll = true
+	var grace int64 // a stop cuts a drain's grace short
+	if !msg.stopping && !msg.grace.IsZero() {
+		grace = msg.grace.UnixNano()
+	}
+	a.ks.grace.Store(grace)
 	for _, act := range a.ks.dir.all() {
-		if msg.stopping {
-			act.drain.until.Store(0) // a stop cuts a drain's grace short
-		}
 		if !act.closing.Load() {
-			a.drainClose(c, act)
+			a.close(c, act, false)
 		}
 	}
 	a.waiters = append(a.waiters, msg)

@@ -262,7 +262,7 @@ func (a *kindActor) onMoveDone(c actor.Context, m *moveDone) {
 			}
 		}
 		if a.closingAll && a.ks.dir.get(m.id) == m.act && !m.act.closing.Load() {
-			a.drainClose(c, m.act) // mid-drain: deactivated here instead
+			a.close(c, m.act, false) // mid-drain: deactivated here instead
 		}
 		m.done <- m.err
 		return

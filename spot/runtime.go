@@ -77,6 +77,7 @@ type kindState struct {
 	dir   *directory
 	ref   atomic.Pointer[actors.Ref] // the kind actor of the current incarnation
 	stats kindCounters
+	grace atomic.Int64 // unix nanos: until when Spots a drain deactivates take owed replies (0: none; drain.go)
 }
 
 // member is one node of the mesh as the store lists it.
