@@ -24,9 +24,11 @@ test: deps
 	$(GO) test $(RACE) $(TESTFLAGS) $(PKGS)
 
 # test-long runs a 2-minute soak: mixed traffic through fault proxies with
-# random faults, every call accounted for (not part of make test).
-test-long: build
+# random faults, every call accounted for, then 50 Spot drains under load
+# per kind (make test runs 5) — not part of make test.
+test-long: build deps
 	./$(BIN) bench --duration 2m soak
+	ZLINK_DRAIN_REPS=50 $(GO) test $(RACE) -count=1 -timeout 30m -run 'TestSpotsDrain_' ./test/
 
 # test-short skips nothing but -race, for a quick local loop.
 test-short: deps

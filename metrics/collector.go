@@ -58,7 +58,7 @@ var (
 	descSpotDeactivations = prometheus.NewDesc("zlink_spot_deactivations_total",
 		"Spot deactivations on this MeshNode (idle, drain, stop, fenced, moved away), by Spot kind.", []string{"mesh", "spot_kind"}, nil)
 	descSpotEvents = prometheus.NewDesc("zlink_spot_events_total",
-		"Spot runtime events: redirects, fenced, overlaps, store_incarnations, saves, save_errors, moves, rebalanced, sends_dropped, not_hosted, state_rereads.", []string{"mesh", "event"}, nil)
+		"Spot runtime events: redirects, fenced, overlaps, store_incarnations, saves, save_errors, moves, rebalanced, sends_dropped, not_hosted, state_rereads, async_abandoned.", []string{"mesh", "event"}, nil)
 )
 
 // What a node served, per handler scope (channel "" is Node direct) and
@@ -275,7 +275,7 @@ func collectSpots(ch chan<- prometheus.Metric, mesh string, ss spot.Stats) {
 		"redirects": ss.Redirects, "fenced": ss.Fenced, "overlaps": ss.Overlaps,
 		"store_incarnations": ss.StoreIncarnations, "saves": ss.Saves, "save_errors": ss.SaveErrors,
 		"moves": ss.Moves, "rebalanced": ss.Rebalanced, "sends_dropped": ss.SendsDropped,
-		"not_hosted": ss.NotHosted, "state_rereads": ss.StateRereads,
+		"not_hosted": ss.NotHosted, "state_rereads": ss.StateRereads, "async_abandoned": ss.AsyncAbandoned,
 	} {
 		ch <- prometheus.MustNewConstMetric(descSpotEvents, prometheus.CounterValue, float64(v), mesh, ev)
 	}

@@ -145,4 +145,26 @@ zlink_spots_active{mesh="game",spot_kind="counter"} 3
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "zlink_spots_active"); err != nil {
 		t.Fatal(err)
 	}
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := map[string]bool{}
+	for _, f := range fams {
+		if f.GetName() != "zlink_spot_events_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "event" {
+					events[l.GetValue()] = true
+				}
+			}
+		}
+	}
+	for _, ev := range []string{"sends_dropped", "async_abandoned"} {
+		if !events[ev] {
+			t.Errorf("zlink_spot_events_total has no event %q (has %v)", ev, events)
+		}
+	}
 }

@@ -64,7 +64,8 @@ func (r *Replies) Call(c *Context, channel, packet string, payload []byte, timeo
 	if err := r.check(c); err != nil {
 		return err
 	}
-	return c.Node.CallAsyncContext(c.Context, channel, packet, payload, timeout, c.act.ref, c.replyTag(tag))
+	c.act.drain.owe()
+	return c.act.drain.started(c.Node.CallAsyncContext(c.Context, channel, packet, payload, timeout, c.act.ref, c.replyTag(tag)))
 }
 
 // CallNode is Call for a Node-direct request to rid.
@@ -72,7 +73,8 @@ func (r *Replies) CallNode(c *Context, rid, packet string, payload []byte, timeo
 	if err := r.check(c); err != nil {
 		return err
 	}
-	return c.Node.CallNodeAsyncContext(c.Context, rid, packet, payload, timeout, c.act.ref, c.replyTag(tag))
+	c.act.drain.owe()
+	return c.act.drain.started(c.Node.CallNodeAsyncContext(c.Context, rid, packet, payload, timeout, c.act.ref, c.replyTag(tag)))
 }
 
 // CallSpot is Call for a request to the Spot (kind, id): no turn waits on
@@ -89,9 +91,10 @@ func (r *Replies) CallSpot(c *Context, kind, id, packet string, payload []byte, 
 	if timeout <= 0 {
 		timeout = routemesh.DefaultRequestTimeout
 	}
+	c.act.drain.owe()
 	slot, err := c.act.ref.Reserve()
 	if err != nil {
-		return err
+		return c.act.drain.started(err)
 	}
 	sc := &spotCall{rt: rt, trace: rt.traceParent(c), slot: slot, tag: c.replyTag(tag), deadline: time.Now().Add(timeout), backoff: 10 * time.Millisecond}
 	// No turn waits on it: the call carries no call chain.
@@ -186,10 +189,21 @@ func (sc *spotCall) end(body []byte, res Result, err error) {
 	sc.slot.Post(&Reply{Tag: sc.tag, From: res.Owner, Payload: body, Err: err})
 }
 
-// reply runs the kind's OnReply for one asynchronous result, as a turn.
+// reply runs the kind's OnReply for one asynchronous result, as a turn —
+// also while a drain's last turn waits for the replies the Spot is owed
+// (drain.go), which it then ends after the last one. A reply no turn
+// takes changes nothing (after a move it must not save: the record is the
+// new owner's).
 func (a *spotActor) reply(c actor.Context, r *Reply) {
 	rt, reg := a.rt, a.ks.reg
-	if a.gone || reg.onReply == nil || !rt.valid(a.act, time.Now()) {
+	m := &a.act.drain
+	if a.gone && !m.winding.Load() {
+		return // after its last turn: counted with what it was owed (abandon)
+	}
+	m.took()
+	if reg.onReply == nil || !rt.valid(a.act, time.Now()) {
+		rt.stats.asyncAbandoned.Add(1)
+		a.replied()
 		return // the turn that asked is gone with its activation
 	}
 	if a.reread && a.reload() != nil {
@@ -211,4 +225,6 @@ func (a *spotActor) reply(c actor.Context, r *Reply) {
 	endTurn(sp, nil)
 	cancel()
 	a.act.turn.Store(0)
+	a.changed()
+	a.replied()
 }

@@ -28,6 +28,7 @@ type activation struct {
 	fenced    atomic.Bool   // ended because the lease was lost: no release
 	dirty     atomic.Bool   // persistent kinds: changed since the last save
 	saved     atomic.Int64  // unix nanos of the last save (or the activation)
+	drain     drainMarks    // a drain's deactivation: replies owed, grace (drain.go)
 
 	// mu guards the outbound calls its turns are waiting on (call-chain
 	// links). A leaf.

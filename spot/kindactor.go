@@ -25,6 +25,7 @@ type (
 	fenceInc      struct{ s *incState }
 	deactivateAll struct {
 		stopping bool
+		grace    time.Time // a drain's: until when its Spots take owed replies (drain.go)
 		done     chan error
 	}
 )
@@ -71,6 +72,9 @@ type kindActor struct {
 	inflight  map[string]int // calls forwarded per Spot and not ended yet
 	waiters   []*deactivateAll
 	lastSweep time.Time
+	// closingAll: a drain or a stop deactivates every Spot of the kind,
+	// also those that become active later (drain.go).
+	closingAll bool
 }
 
 var _ actors.FailureHandler = (*kindActor)(nil)
@@ -93,6 +97,7 @@ func (a *kindActor) Receive(c actor.Context) {
 	case *released:
 		a.onReleased(c, msg.id)
 	case *tick:
+		a.drainTick(c, msg.at)
 		a.sweep(c, msg.at)
 	case *fenceAll:
 		a.fence(c, msg.gen)
@@ -179,9 +184,8 @@ func (a *kindActor) onActivate(c actor.Context, d *delivery) {
 		}
 		return
 	}
-	if _, draining := a.rt.n.PeerReady(a.rt.n.RID()); draining || a.rt.stopping.Load() {
-		a.rt.stats.redirects.Add(1)
-		a.rt.answer(d.r, &d.h, redirectReply("", 0))
+	if a.refusing() {
+		a.redirect(d) // a draining node activates nothing new
 		return
 	}
 	a.table[id] = &entry{state: activating, pending: []*delivery{d}}
@@ -228,6 +232,13 @@ func (a *kindActor) onClaimed(c actor.Context, msg *claimed) {
 		res = claimResult{retry: "the ownership lease changed during the claim"}
 	}
 	switch {
+	case res.ok && a.refusing():
+		// Claimed while this node began to drain or stop: it activates
+		// nothing new. The record goes back at once; the calls that waited
+		// go to the owner placement picks (onReleased).
+		e.state, e.act = deactivating, &activation{id: msg.id, gen: res.gen, epoch: res.epoch}
+		a.release(c, e.act)
+		return
 	case res.ok:
 		if act := a.spawn(c, msg.id, res); act != nil {
 			delete(a.table, msg.id)
@@ -289,7 +300,8 @@ func (a *kindActor) onDeactivated(c actor.Context, act *activation) {
 
 // ended takes act out of the directory and releases its record (unless it
 // was fenced: then it is not ours any more); calls that arrived meanwhile
-// wait and reactivate the Spot afterwards.
+// wait and reactivate the Spot afterwards — on a draining or stopping node
+// they go to the owner placement picks instead.
 func (a *kindActor) ended(c actor.Context, act *activation) {
 	a.ks.dir.remove(act)
 	a.rt.incs.detach(act.inc)
@@ -305,6 +317,11 @@ func (a *kindActor) ended(c actor.Context, act *activation) {
 		a.onReleased(c, act.id)
 		return
 	}
+	a.release(c, act)
+}
+
+// release gives act's record back on a store goroutine; released follows.
+func (a *kindActor) release(c actor.Context, act *activation) {
 	self := a.rt.n.Actors().Self(c)
 	kind := a.ks.reg.name
 	if !a.rt.goStore(func() {
@@ -320,13 +337,13 @@ func (a *kindActor) onReleased(c actor.Context, id string) {
 	if e == nil || e.state != deactivating {
 		return
 	}
-	if len(e.pending) > 0 && !a.rt.stopping.Load() {
+	if len(e.pending) > 0 && !a.refusing() {
 		e.state, e.act = activating, nil
 		a.startClaim(c, id)
 		return
 	}
 	for _, d := range e.pending {
-		a.rt.answer(d.r, &d.h, redirectReply("", 0))
+		a.redirect(d) // draining or stopping: not claimed here again
 	}
 	delete(a.table, id)
 	a.checkWaiters()
@@ -423,6 +440,12 @@ func (a *kindActor) fenceInc(c actor.Context, s *incState) {
 }
 
 func (a *kindActor) deactivateAll(c actor.Context, msg *deactivateAll) {
+	a.closingAll = true
+	var grace int64 // a stop cuts a drain's grace short
+	if !msg.stopping && !msg.grace.IsZero() {
+		grace = msg.grace.UnixNano()
+	}
+	a.ks.grace.Store(grace)
 	for _, act := range a.ks.dir.all() {
 		if !act.closing.Load() {
 			a.close(c, act, false)
@@ -433,18 +456,30 @@ func (a *kindActor) deactivateAll(c actor.Context, msg *deactivateAll) {
 }
 
 // checkWaiters answers deactivateAll once nothing is active or being
-// released.
+// released — for a drain, also nothing being claimed or on its way here
+// by a move (a stop does not wait for those).
 func (a *kindActor) checkWaiters() {
 	if len(a.waiters) == 0 || a.ks.dir.len() > 0 {
 		return
 	}
+	settled := true
 	for _, e := range a.table {
-		if e.state != activating && e.state != moved && e.state != receiving {
+		switch e.state {
+		case moved:
+		case activating, receiving:
+			settled = false
+		default:
 			return
 		}
 	}
+	kept := a.waiters[:0]
 	for _, w := range a.waiters {
-		w.done <- nil
+		if settled || w.stopping {
+			w.done <- nil
+			continue
+		}
+		kept = append(kept, w)
 	}
-	a.waiters = nil
+	clear(a.waiters[len(kept):])
+	a.waiters = kept
 }

@@ -264,16 +264,21 @@ func (a *kindActor) onMoveDone(c actor.Context, m *moveDone) {
 				a.deliver(m.act, d)
 			}
 		}
+		if a.closingAll && a.ks.dir.get(m.id) == m.act && !m.act.closing.Load() {
+			a.close(c, m.act, false) // mid-drain: deactivated here instead
+		}
 		m.done <- m.err
 		return
 	}
 	// Transferred: the activation is over here (no release: the record is
 	// the target's); the waiting calls go to the mover, later ones are
-	// redirected.
-	a.ks.dir.remove(m.act)
-	a.rt.incs.detach(m.act.inc)
-	a.ks.stats.active.Add(-1)
-	a.ks.stats.deactivations.Add(1)
+	// redirected. (A fence may have ended it here meanwhile: counted then.)
+	if a.ks.dir.get(m.id) == m.act {
+		a.ks.dir.remove(m.act)
+		a.rt.incs.detach(m.act.inc)
+		a.ks.stats.active.Add(-1)
+		a.ks.stats.deactivations.Add(1)
+	}
 	a.rt.cache.put(a.ks.reg.name, m.id, m.to)
 	if e == nil {
 		e = &entry{}
@@ -359,6 +364,7 @@ func (a *spotActor) lastForMove(c actor.Context, m *handoff) {
 	}
 	a.gone = true
 	a.act.fenced.Store(true) // not ours any more: no hook, no release
+	a.abandon()              // replies to its asynchronous calls do not move with it
 	c.Poison(c.Self())
 	m.done <- nil
 }

@@ -86,6 +86,7 @@ type kindState struct {
 	dir   *directory
 	ref   atomic.Pointer[actors.Ref] // the kind actor of the current incarnation
 	stats kindCounters
+	grace atomic.Int64 // unix nanos: until when Spots a drain deactivates take owed replies (0: none; drain.go)
 }
 
 // member is one node of the mesh as the store lists it.
@@ -207,14 +208,17 @@ func (rt *runtime) HostedKinds() []string {
 // Spec implements routemesh.Extension: the spots actor.
 func (rt *runtime) Spec() actors.Spec { return rt.rootSpec() }
 
-// Drain implements routemesh.Drainer: every active Spot of a persistent
-// kind is handed to another Object Server (placement picks it; the node is
-// draining, so not this one), without caller errors; what could not move,
-// and the Spots of other kinds, are deactivated and released (state
-// without persistence is lost).
+// Drain implements routemesh.Drainer (see drain.go): every active Spot of
+// a persistent kind is handed to another Object Server (placement picks
+// it; the node is draining, so not this one), without caller errors; what
+// could not move, and the Spots of other kinds, are deactivated and
+// released (state without persistence is lost) once they took the replies
+// they are owed, until half the drain timeout. Nothing is activated here
+// meanwhile. It returns once none of the node's Spots is active.
 func (rt *runtime) Drain(ctx context.Context) error {
+	grace := drainGrace(ctx, time.Now())
 	rt.handOffAll(ctx)
-	return rt.deactivateAll(ctx, false)
+	return rt.deactivateAll(ctx, false, grace)
 }
 
 // drainMoves bounds the moves a drain runs at once.
@@ -261,7 +265,7 @@ func (rt *runtime) handOffAll(ctx context.Context) {
 // deletes its descriptor after this.
 func (rt *runtime) Stop(ctx context.Context) {
 	rt.stopping.Store(true)
-	if err := rt.deactivateAll(ctx, true); err != nil {
+	if err := rt.deactivateAll(ctx, true, time.Time{}); err != nil {
 		rt.log.Warn().Err(err).Msg("spots: stop did not release every record; they expire with the lease")
 	}
 	rt.lease.end()
@@ -282,17 +286,26 @@ func (rt *runtime) Stop(ctx context.Context) {
 }
 
 // deactivateAll asks every kind actor to deactivate and release all its
-// Spots and waits for them (bounded by ctx).
-func (rt *runtime) deactivateAll(ctx context.Context, stopping bool) error {
+// Spots (all kinds at once: a drain's grace is one for all) and waits for
+// them (bounded by ctx).
+func (rt *runtime) deactivateAll(ctx context.Context, stopping bool, grace time.Time) error {
 	var errs []error
-	for _, ks := range rt.order {
+	dones := make([]chan error, len(rt.order))
+	for i, ks := range rt.order {
 		ref := ks.ref.Load()
 		if ref == nil {
 			continue
 		}
 		done := make(chan error, 1)
-		if err := ref.Tell(&deactivateAll{stopping: stopping, done: done}); err != nil {
+		if err := ref.Tell(&deactivateAll{stopping: stopping, grace: grace, done: done}); err != nil {
 			errs = append(errs, fmt.Errorf("kind %s: %w", ks.reg.name, err))
+			continue
+		}
+		dones[i] = done
+	}
+	for i, ks := range rt.order {
+		done := dones[i]
+		if done == nil {
 			continue
 		}
 		select {

@@ -45,8 +45,7 @@ func (a *spotActor) Receive(c actor.Context) {
 	case *deactivate:
 		a.last(c, true)
 	case *Reply:
-		a.reply(c, msg)
-		a.changed()
+		a.reply(c, msg) // a reply taken as a turn counts as a change (persistence)
 	case *handoff:
 		a.lastForMove(c, msg)
 	case *checkpoint:
@@ -242,12 +241,18 @@ func runTurn(rt *runtime, ks *kindState, act *activation, state any, d *delivery
 
 // last runs the Spot's last turn (the deactivate hook unless fenced),
 // tells the kind actor and stops; calls queued behind it go back to the
-// kind actor, which reactivates the Spot for them.
+// kind actor, which reactivates the Spot for them (or, on a draining
+// node, sends them to the new owner). A drain's last turn first waits for
+// the replies the Spot is owed (drain.go): it runs again when the last
+// one came or the grace ended.
 func (a *spotActor) last(c actor.Context, hook bool) {
-	if a.gone {
+	if a.gone && !a.act.drain.winding.Load() {
 		return
 	}
 	a.gone = true
+	if hook && a.windDown() {
+		return
+	}
 	reg := a.ks.reg
 	if hook && reg.onDeactivate != nil && !a.act.fenced.Load() {
 		ctx, cancel := context.WithTimeout(a.rt.base, 30*time.Second)
@@ -263,6 +268,7 @@ func (a *spotActor) last(c actor.Context, hook bool) {
 			a.rt.log.Warn().Err(err).Str("kind", reg.name).Str("id", a.act.id).Msg("spots: the last save failed; work since the previous save is lost")
 		}
 	}
+	a.abandon()
 	if ref := a.ks.ref.Load(); ref != nil {
 		_ = ref.Tell(&deactivated{act: a.act})
 	}
@@ -290,8 +296,11 @@ func (a *spotActor) MessageFailed(msg any) {
 }
 
 // MessageDropped sends a call left in a stopped Spot's mailbox back to the
-// kind actor.
+// kind actor; a reply it was still owed counts as abandoned.
 func (a *spotActor) MessageDropped(msg any) {
+	if _, ok := msg.(*Reply); ok && a.act.drain.took() {
+		a.rt.stats.asyncAbandoned.Add(1)
+	}
 	if d, ok := msg.(*delivery); ok {
 		if a.fail != nil {
 			a.rt.answer(d.r, &d.h, errorReply(a.fail))

@@ -10,18 +10,19 @@ import (
 
 // counters are the runtime's totals (leaf atomics).
 type counters struct {
-	redirects    atomic.Uint64 // requests answered with a redirect
-	fenced       atomic.Uint64 // activations ended because the lease was lost
-	overlaps     atomic.Uint64 // releases that found the record changed under a live activation
-	sendsDropped atomic.Uint64 // one-way messages that reached no owner
-	leaseGens    atomic.Uint64 // lease generations started
-	incarnations atomic.Uint64 // store shard incarnation changes seen
-	saves        atomic.Uint64 // state snapshots written
-	saveErrors   atomic.Uint64 // state snapshots the store did not take
-	rereads      atomic.Uint64 // states read again after a save of unknown outcome
-	moves        atomic.Uint64 // Spots moved away from this node
-	rebalanced   atomic.Uint64 // of them, by the rebalancer
-	notHosted    atomic.Uint64 // requests for a kind this node does not host
+	redirects      atomic.Uint64 // requests answered with a redirect
+	fenced         atomic.Uint64 // activations ended because the lease was lost
+	overlaps       atomic.Uint64 // releases that found the record changed under a live activation
+	sendsDropped   atomic.Uint64 // one-way messages that reached no owner
+	asyncAbandoned atomic.Uint64 // replies to a Spot's asynchronous calls dropped: its activation ended first
+	leaseGens      atomic.Uint64 // lease generations started
+	incarnations   atomic.Uint64 // store shard incarnation changes seen
+	saves          atomic.Uint64 // state snapshots written
+	saveErrors     atomic.Uint64 // state snapshots the store did not take
+	rereads        atomic.Uint64 // states read again after a save of unknown outcome
+	moves          atomic.Uint64 // Spots moved away from this node
+	rebalanced     atomic.Uint64 // of them, by the rebalancer
+	notHosted      atomic.Uint64 // requests for a kind this node does not host
 }
 
 type kindCounters struct {
@@ -69,6 +70,10 @@ type Stats struct {
 	NotHosted uint64 `json:"not_hosted"`
 	// SendsDropped counts one-way messages that reached no owner.
 	SendsDropped uint64 `json:"sends_dropped"`
+	// AsyncAbandoned counts replies to the asynchronous calls of Spots'
+	// turns that no turn took: the Spot's activation ended first (a drain
+	// after its grace, a move, a stop) or lost its lease.
+	AsyncAbandoned uint64 `json:"async_abandoned"`
 	// LeaseGeneration is the current ownership lease generation, and
 	// LeaseValid whether it is valid now.
 	LeaseGeneration uint64 `json:"lease_generation"`
@@ -90,7 +95,7 @@ func StatsOf(n *routemesh.Node) (Stats, error) {
 func (rt *runtime) statsNow() Stats {
 	gen, valid := rt.lease.holder(time.Now())
 	s := Stats{Role: rt.role.String(), Redirects: rt.stats.redirects.Load(), Fenced: rt.stats.fenced.Load(),
-		Overlaps: rt.stats.overlaps.Load(), SendsDropped: rt.stats.sendsDropped.Load(),
+		Overlaps: rt.stats.overlaps.Load(), SendsDropped: rt.stats.sendsDropped.Load(), AsyncAbandoned: rt.stats.asyncAbandoned.Load(),
 		StoreIncarnations: rt.stats.incarnations.Load(),
 		Saves:             rt.stats.saves.Load(), SaveErrors: rt.stats.saveErrors.Load(), StateRereads: rt.stats.rereads.Load(), Moves: rt.stats.moves.Load(), Rebalanced: rt.stats.rebalanced.Load(),
 		NotHosted:       rt.stats.notHosted.Load(),

@@ -259,6 +259,7 @@
       el('span', { class: s.fenced ? 'skip' : '' }, 'fenced ', el('b', { text: s.fenced })),
       el('span', { class: s.overlaps ? 'skip' : '' }, 'overlaps ', el('b', { text: s.overlaps })),
       el('span', null, 'sends dropped ', el('b', { text: s.sends_dropped })),
+      el('span', { class: s.async_abandoned ? 'skip' : '' }, 'async replies abandoned ', el('b', { text: s.async_abandoned })),
       el('span', null, 'cached ', el('b', { text: s.cached }))));
     if (s.kinds && s.kinds.length) {
       box.append(el('table', null,
