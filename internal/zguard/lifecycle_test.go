@@ -62,6 +62,7 @@ func TestListenerClosesPendingConns(t *testing.T) {
 			silent := dialRaw(t, l.Addr().String())
 			greeter := dialRaw(t, l.Addr().String())
 			greeter.write(t, greetingBytes())
+			greeter.write(t, frameBytes(flagCommand, readyBody(prop("Socket-Type", "DEALER"), prop("Identity", "g"))))
 			var handed net.Conn
 			within(t, "accept the greeter", func() error {
 				handed, err = l.Accept()
