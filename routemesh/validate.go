@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zlink-go/zlink/fanout"
+	"github.com/zlink-go/zlink/location"
 )
 
 // TopologyKind names a physical send path a ChannelName can be registered on.
@@ -116,6 +117,9 @@ func (f FanoutReg) validate(hasStore bool) error {
 	if err := fanout.CheckChannel(f.Channel); err != nil {
 		return &ConfigError{Channel: f.Channel, Err: err, Detail: "fanout registration"}
 	}
+	if err := location.CheckName("fanout channel", f.Channel); err != nil {
+		return &ConfigError{Channel: f.Channel, Err: ErrInvalid, Detail: "fanout registration: " + err.Error()}
+	}
 	if f.Publisher {
 		// A publisher is automatic exactly when it has a store.
 		if f.Automatic && !hasStore {
@@ -144,6 +148,11 @@ func (c *Config) validate(hasStore bool) error {
 	}
 	if c.Mesh == "" {
 		return bad(ErrInvalid, "empty MeshName")
+	}
+	if err := c.validateNames(); err != nil {
+		// The detail quotes the name (clipped): the mesh= part too.
+		detail := strings.TrimPrefix(err.Error(), location.ErrInvalid.Error()+": ")
+		return &ConfigError{Mesh: strings.Trim(fmt.Sprintf("%.64q", c.Mesh), `"`), Err: ErrInvalid, Detail: detail}
 	}
 	if c.RID != "" && c.RIDPrefix != "" {
 		return bad(ErrRIDConflict, "SetRoutingID is for manual topology only")
@@ -248,7 +257,7 @@ var limits = []Limit{
 	{Setting: "Socket.SendTimeout", Min: 0, Max: int64(10 * time.Minute), Duration: true},
 	{Setting: "Socket.ReceiveTimeout", Min: int64(time.Millisecond), Max: int64(10 * time.Minute), Duration: true},
 	{Setting: "Liveness.Interval", Min: int64(time.Millisecond), Max: int64(time.Minute), Duration: true},
-	{Setting: "Liveness.MaxGap", Min: 1, Max: 1000},
+	{Setting: "Liveness.MaxGap", Min: 1, Max: 1 << 20},
 	{Setting: "Liveness.LastHeard", Min: int64(time.Millisecond), Max: int64(time.Hour), Duration: true},
 	{Setting: "DrainTimeout", Min: int64(time.Millisecond), Max: int64(24 * time.Hour), Duration: true},
 	{Setting: "ShutdownTimeout", Min: int64(time.Millisecond), Max: int64(24 * time.Hour), Duration: true},
@@ -286,6 +295,54 @@ func (c *Config) values() []int64 {
 		int64(c.DrainTimeout), int64(c.ShutdownTimeout), int64(c.DescriptorTTL), int64(c.DiscoveryPoll),
 		int64(c.InboundGrace), int64(c.HandlerConcurrency), int64(c.HungThreshold), int64(c.HungCheckInterval),
 		int64(c.PlacementWeight)}
+}
+
+// ridSuffixLen is what an automatic node adds to its RIDPrefix ("-" and
+// 12 hex digits).
+const ridSuffixLen = 13
+
+// validateNames refuses names the Location Store or the wire would
+// refuse later, so a node that starts can always be discovered: the
+// MeshName, RID, RID prefix, expected peer RIDs and ChannelNames within
+// location.MaxNameLen bytes, a MeshName without '{' or '}' (nor ':' with
+// Spots), at most location.MaxServers Server channels. The rules hold
+// with or without a store: the same configuration may meet one later.
+func (c *Config) validateNames() error {
+	if err := location.CheckMeshName(c.Mesh, c.ObjectRole == ObjectClient || c.ObjectRole == ObjectServer); err != nil {
+		return err
+	}
+	if c.RID != "" {
+		if err := location.CheckName("RID", c.RID); err != nil {
+			return err
+		}
+	}
+	if len(c.RIDPrefix) > location.MaxNameLen-ridSuffixLen {
+		return fmt.Errorf("RID prefix %.64q: want at most %d bytes (the RID adds %d)", c.RIDPrefix,
+			location.MaxNameLen-ridSuffixLen, ridSuffixLen)
+	}
+	for _, p := range c.Peers {
+		if p.ExpectRID != "" {
+			if err := location.CheckName("expected peer RID", p.ExpectRID); err != nil {
+				return err
+			}
+		}
+	}
+	servers := 0
+	for _, ch := range c.channels {
+		if ch.name == "" {
+			continue // refused below with its own message
+		}
+		if err := location.CheckName("ChannelName", ch.name); err != nil {
+			return err
+		}
+		if ch.role == RoleServer {
+			servers++
+		}
+	}
+	if servers > location.MaxServers {
+		return fmt.Errorf("%d Server channels, more than %d", servers, location.MaxServers)
+	}
+	return nil
 }
 
 // validateNumbers refuses sizes, counts and durations outside their

@@ -1,11 +1,14 @@
 package test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	zlink "github.com/zlink-go/zlink"
 )
 
 // Configuration is bounded at parse time: a numeric setting outside its
@@ -35,6 +38,48 @@ func TestCLI_ConfigurationIsBoundedAtParseTime(t *testing.T) {
 		}
 		if line := oneLineStderr(t, r); !strings.Contains(line, tc.want) {
 			t.Errorf("zlink-node %s: %q, want %q", strings.Join(tc.args, " "), line, tc.want)
+		}
+	}
+}
+
+// A name the Location Store would refuse is a startup error, one line,
+// exit 2, in the Go API and the CLI alike: the node never prints ready
+// and retries publishing its descriptor forever.
+func TestConfig_NamesTheStoreRefusesAreStartupErrors(t *testing.T) {
+	long := strings.Repeat("n", 5000)
+	for _, mesh := range []string{"g{x}", long} {
+		o := zlink.NewOptions()
+		o.AddRouteMesh(mesh).SetRoutingID("a")
+		h, err := zlink.Start(ctxT(t, 10*time.Second), o)
+		if !errors.Is(err, zlink.ErrConfig) {
+			if h != nil {
+				stopHost(t, h)
+			}
+			t.Errorf("Start with mesh %.16q: %v, want ErrConfig", mesh, err)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--mesh", "g{x}"}, "must not contain '{' or '}'"},
+		{[]string{"run", "--rid", long}, "RID"},
+		{[]string{"run", "--mesh", long}, "want 1..256 bytes (it has 5000)"},
+		{[]string{"run", "--server", long}, "ChannelName"},
+		{[]string{"request", "--peer", "tcp://127.0.0.1:1", "--mesh", "m{", "--channel", "c"}, "--mesh: mesh name"},
+		{[]string{"spot", "--location", "redis://127.0.0.1:1", "counter", "", "get"}, "both must be non-empty"},
+	} {
+		r := cliRun(t, 30*time.Second, tc.args...)
+		name := strings.Join(tc.args, " ")
+		if len(name) > 80 {
+			name = name[:80] + "…"
+		}
+		if r.code != 2 {
+			t.Errorf("zlink-node %s: exit %d, want 2; stderr %.300q", name, r.code, r.stderr)
+			continue
+		}
+		if line := oneLineStderr(t, r); !strings.Contains(line, tc.want) || len(line) > 600 {
+			t.Errorf("zlink-node %s: %.300q, want one short line saying %q", name, line, tc.want)
 		}
 	}
 }

@@ -163,16 +163,16 @@ var yamlLimits = map[string]string{
 	"socket.mailbox_bytes":    "Socket.MailboxByteBudget",
 	"socket.send_timeout":     "Socket.SendTimeout",
 	"socket.receive_timeout":  "Socket.ReceiveTimeout",
-	"servers.weight":          "Channel.Weight",
 	"servers.concurrency":     "Channel.Concurrency",
 }
 
 // checkNumbers refuses a numeric setting outside its documented range:
-// one line naming the YAML setting and the range.
+// one line naming the YAML setting and the range. (A server's weight is
+// refused at Start: ErrWeightRange names it.)
 func (m *meshConfig) checkNumbers() error {
-	check := func(key string, v int64, zeroIsDefault bool) error {
-		if v == 0 && zeroIsDefault {
-			return nil
+	check := func(key string, v int64) error {
+		if v == 0 {
+			return nil // the default
 		}
 		for _, l := range routemesh.Limits() {
 			if l.Setting != yamlLimits[key] {
@@ -185,11 +185,7 @@ func (m *meshConfig) checkNumbers() error {
 			if l.Duration {
 				shown = time.Duration(v).String()
 			}
-			hint := ""
-			if zeroIsDefault {
-				hint = " (0 or absent: the default)"
-			}
-			return fmt.Errorf("%s %s out of range %s%s", key, shown, l.Range(), hint)
+			return fmt.Errorf("%s %s out of range %s (0 or absent: the default)", key, shown, l.Range())
 		}
 		panic("node: no routemesh limit for " + key)
 	}
@@ -213,17 +209,12 @@ func (m *meshConfig) checkNumbers() error {
 			{"socket.send_timeout", int64(s.SendTimeout)}, {"socket.receive_timeout", int64(s.ReceiveTimeout)}}...)
 	}
 	for _, n := range nums {
-		if err := check(n.key, n.v, true); err != nil {
+		if err := check(n.key, n.v); err != nil {
 			return err
 		}
 	}
-	for _, sc := range m.Servers {
-		if sc.Weight != nil {
-			if err := check("servers.weight", int64(*sc.Weight), false); err != nil {
-				return fmt.Errorf("server %s: %w", sc.Channel, err)
-			}
-		}
-		if err := check("servers.concurrency", int64(sc.Concurrency), true); err != nil {
+	for _, sc := range m.Servers { // a weight is checked at Start (ErrWeightRange)
+		if err := check("servers.concurrency", int64(sc.Concurrency)); err != nil {
 			return fmt.Errorf("server %s: %w", sc.Channel, err)
 		}
 	}
