@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -81,5 +82,32 @@ func TestConfig_NamesTheStoreRefusesAreStartupErrors(t *testing.T) {
 		if line := oneLineStderr(t, r); !strings.Contains(line, tc.want) || len(line) > 600 {
 			t.Errorf("zlink-node %s: %.300q, want one short line saying %q", name, line, tc.want)
 		}
+	}
+}
+
+// Control characters in names are escaped in the ready line: a name can
+// neither break the line nor fake a field.
+func TestCLI_ReadyLineEscapesNames(t *testing.T) {
+	p := cliStart(t, "run", "--mesh", "m\x1b[31m\nready mesh=x", "--rid", "rid-\u00e9")
+	line := p.nextLine(30 * time.Second)
+	f := cliFields(line)
+	if f["mesh"] != `"m\x1b[31m\nready\x20mesh=x"` || f["rid"] != "rid-\u00e9" {
+		t.Fatalf("ready line %q: mesh=%s rid=%s", line, f["mesh"], f["rid"])
+	}
+	if strings.ContainsAny(line, "\x1b\n") {
+		t.Fatalf("ready line %q holds a control character", line)
+	}
+	p.signal(syscall.SIGTERM)
+	if code := p.wait(30 * time.Second); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+}
+
+// An error line escapes control characters too.
+func TestCLI_ErrorLineEscapesControlCharacters(t *testing.T) {
+	r := cliRun(t, 30*time.Second, "run", "--mesh", "m\x1b[31m{", "--rid", "a")
+	line := oneLineStderr(t, r)
+	if r.code != 2 || strings.ContainsRune(line, 0x1b) || !strings.Contains(line, `m\x1b[31m{`) {
+		t.Fatalf("exit %d, %q", r.code, line)
 	}
 }

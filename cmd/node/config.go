@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 	"go.yaml.in/yaml/v3"
@@ -411,4 +413,23 @@ func isTerminal(w io.Writer) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// lineValue prints a name as one field of a key=value line: as it is when
+// it is printable and holds no space, quote, backslash or comma; else
+// quoted, with control characters, spaces and non-printable runes escaped
+// (\n, \x20, \u00a0…), so a name can neither break the line nor fake a
+// field.
+func lineValue(s string) string {
+	plain := utf8.ValidString(s)
+	for _, r := range s {
+		if !plain || !unicode.IsGraphic(r) || unicode.IsSpace(r) || strings.ContainsRune(`"\,`, r) {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return s
+	}
+	return strings.ReplaceAll(strconv.Quote(s), " ", `\x20`)
 }
