@@ -79,6 +79,7 @@ func TestSilentConnStallsNoAccept(t *testing.T) {
 	rec := newRecorder()
 	cfg := rec.install(DefaultConfig())
 	cfg.HandshakeTimeout = 10 * time.Second
+	cfg.FirstByteTimeout = 10 * time.Second // silent for the whole test
 	router, addr := newRouter(t, cfg)
 	defer router.Close()
 

@@ -19,7 +19,7 @@ import (
 // ends: a guard's or TLS refusal, zmq4 closing it, or the peer leaving.
 func typedClose(reason error) bool {
 	for _, e := range []error{ErrTLS, ErrBadGreeting, ErrMalformedCommand, ErrFrameTooLarge, ErrHandshakeTimeout,
-		ErrDuplicateIdentity, ErrTooManyPending, ErrClosedLocally, io.EOF, io.ErrUnexpectedEOF, syscall.ECONNRESET} {
+		ErrDuplicateIdentity, ErrTooManyPending, ErrClosedLocally, io.EOF, io.ErrUnexpectedEOF, syscall.ECONNRESET, syscall.EPIPE} {
 		if errors.Is(reason, e) {
 			return true
 		}
