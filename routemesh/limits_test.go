@@ -2,6 +2,7 @@ package routemesh
 
 import (
 	"errors"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -94,5 +95,31 @@ func TestLimits_TLSFilesAreCapped(t *testing.T) {
 	}
 	if err := NewMeshBuilder("m").SetTLS(good).Config().validate(false); err != nil {
 		t.Fatalf("the good files: %v", err)
+	}
+}
+
+// docs/security.md lists every range Limits enforces, in the setting's own
+// table row.
+func TestLimits_DocumentedInSecurityMD(t *testing.T) {
+	raw, err := os.ReadFile("../docs/security.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(line, "| `") {
+			name, _, _ := strings.Cut(strings.TrimPrefix(line, "| `"), "`")
+			rows[name] = line
+		}
+	}
+	for _, l := range Limits() {
+		row, ok := rows[l.Setting]
+		if !ok {
+			t.Errorf("docs/security.md has no row for %s", l.Setting)
+			continue
+		}
+		if !strings.Contains(row, "| "+l.Range()+" |") {
+			t.Errorf("docs/security.md: %s row %q does not give the range %s", l.Setting, row, l.Range())
+		}
 	}
 }
