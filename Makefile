@@ -8,7 +8,7 @@ PKGS     := ./...
 RACE     ?= -race
 TESTFLAGS ?= -count=1 -timeout 12m
 
-.PHONY: all build test test-short test-long bench bench-compare demo lint clean deps
+.PHONY: all build test test-short test-long bench bench-compare demo lint clean deps fuzz
 
 all: build
 
@@ -22,6 +22,30 @@ deps:
 test: deps
 	$(GO) vet $(PKGS)
 	$(GO) test $(RACE) $(TESTFLAGS) $(PKGS)
+	$(MAKE) fuzz
+
+# fuzz runs each fuzz target of the input doors (docs/security.md): the
+# YAML config loader and the CLI's flag values, the store's record and
+# state decoders around their limits, and the listener's pre-handshake
+# path (bytes and connection timings) — FUZZTIME each, without -race (go
+# test -fuzz takes one package and one target per run): under 60 s in all,
+# building included. `go test ./...` runs their seed corpora; every other
+# fuzz target (FuzzListenerGarbage, the wire decoders, …) runs its seeds
+# there too, and longer by hand (see each target's doc).
+FUZZTIME ?= 3s
+FUZZ_TARGETS := \
+	./cmd/node:FuzzParseConfig \
+	./cmd/node:FuzzFlagValues \
+	./location:FuzzParseSpotState \
+	./location:FuzzParseSpotRecord \
+	./location:FuzzDecodeDescriptor \
+	./internal/zguard:FuzzListenerPreHandshake
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$name ($$pkg, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
 
 # test-long runs a 2-minute soak: mixed traffic through fault proxies with
 # random faults, every call accounted for, then 50 Spot drains under load

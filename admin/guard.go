@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -101,8 +102,8 @@ func writeErrCode(w http.ResponseWriter, status int, code string, err error) {
 // false.
 func readJSON(w http.ResponseWriter, r *http.Request, what string, v any, optional bool) bool {
 	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
+	var raw json.RawMessage
+	err := dec.Decode(&raw)
 	if err == nil {
 		// One value only: anything after it but spaces is refused.
 		if _, terr := dec.Token(); !errors.Is(terr, io.EOF) {
@@ -110,6 +111,16 @@ func readJSON(w http.ResponseWriter, r *http.Request, what string, v any, option
 			if terr != nil && !isSyntax(terr) {
 				err = terr
 			}
+		}
+	}
+	if err == nil {
+		if bytes.Equal(raw, []byte("null")) {
+			// json would take null for an empty object: refuse it.
+			err = errors.New("want a JSON object, got null")
+		} else {
+			strict := json.NewDecoder(bytes.NewReader(raw))
+			strict.DisallowUnknownFields()
+			err = strict.Decode(v)
 		}
 	}
 	if err == nil || (optional && errors.Is(err, io.EOF)) {

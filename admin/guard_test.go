@@ -79,6 +79,8 @@ func TestAdmin_BadBodies(t *testing.T) {
 		{"truncated", "/weight", `{"channel":"match","weight":7`, false, 400, "bad_body", "truncated JSON"},
 		{"malformed", "/weight", `{channel:"match"}`, false, 400, "bad_body", "malformed JSON at byte"},
 		{"not an object", "/weight", `[1,2]`, false, 400, "bad_body", "want a JSON object, got array"},
+		{"null", "/weight", `null`, false, 400, "bad_body", "want a JSON object, got null"},
+		{"drain: null", "/drain", ` null `, false, 400, "bad_body", "want a JSON object, got null"},
 		{"string weight", "/weight", `{"channel":"match","weight":"7"}`, false, 400, "bad_body", `field "weight": want an integer in range, got string`},
 		{"huge weight", "/weight", `{"channel":"match","weight":1e30}`, false, 400, "bad_body", `field "weight"`},
 		{"numeric channel", "/weight", `{"channel":5,"weight":7}`, false, 400, "bad_body", `field "channel": want a string, got number`},

@@ -239,3 +239,31 @@ if owner ~= ARGV[1] or gen ~= ARGV[2] or epoch ~= ARGV[3] then return {'fenced',
 redis.call('HSET', KEYS[1], 'owner', ARGV[4], 'gen', ARGV[5], 'epoch', ARGV[6])
 return {'done', ARGV[4], ARGV[5], ARGV[6]}
 `)
+
+// KEYS[1] spot state. ARGV: 1 max data bytes. The data's size is checked
+// here, before it is read, so an oversized value never leaves Redis.
+// Returns {} when there is no state (no key, or no data field), {'ok',
+// version, epoch, data}, {'big', version, epoch, size} when the data is
+// larger than ARGV[1], or {'corrupt'} for a key that is not a hash
+// (version and epoch clipped).
+var spotStateGetScript = rueidis.NewLuaScriptReadOnly(luaClip + `
+if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
+local n = redis.pcall('HSTRLEN', KEYS[1], 'd')
+if type(n) ~= 'number' then return {'corrupt'} end
+if n == 0 and redis.call('HEXISTS', KEYS[1], 'd') == 0 then return {} end
+local rec = redis.call('HMGET', KEYS[1], 'v', 'epoch')
+local v, e = clip(rec[1] or '', 24), clip(rec[2] or '', 24)
+if n > tonumber(ARGV[1]) then return {'big', v, e, tostring(n)} end
+return {'ok', v, e, redis.call('HGET', KEYS[1], 'd')}
+`)
+
+// KEYS[1] spot state. Returns {} when there is no state (as
+// spotStateGetScript), {'ok', epoch} (clipped), or {'corrupt'} for a key
+// that is not a hash. The data is not read.
+var spotStateEpochScript = rueidis.NewLuaScriptReadOnly(luaClip + `
+if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
+local has = redis.pcall('HEXISTS', KEYS[1], 'd')
+if type(has) ~= 'number' then return {'corrupt'} end
+if has == 0 then return {} end
+return {'ok', clip(redis.call('HGET', KEYS[1], 'epoch') or '', 24)}
+`)

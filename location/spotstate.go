@@ -36,8 +36,12 @@ type SpotStates interface {
 	// (ErrUnconfirmed otherwise).
 	PutSpotState(ctx context.Context, o Ownership, st SpotState) error
 	// GetSpotState reads the Spot's persisted state from the master;
-	// ErrNotFound if there is none.
+	// ErrNotFound if there is none. A stored value larger than
+	// MaxSpotState is ErrCorrupt, refused before it is read.
 	GetSpotState(ctx context.Context, mesh, kind, id string) (SpotState, error)
+	// SpotStateEpoch reads only the Epoch of the Spot's persisted state
+	// (what a claim needs), not its data; ErrNotFound if there is none.
+	SpotStateEpoch(ctx context.Context, mesh, kind, id string) (uint64, error)
 }
 
 func validState(o Ownership, st SpotState) error {
@@ -91,6 +95,23 @@ func (m *Memory) GetSpotState(ctx context.Context, mesh, kind, id string) (SpotS
 	return st, nil
 }
 
+// SpotStateEpoch implements SpotStates.
+func (m *Memory) SpotStateEpoch(ctx context.Context, mesh, kind, id string) (uint64, error) {
+	spot := Ownership{Mesh: mesh, Kind: kind, ID: id}
+	if err := spot.validateSpot(); err != nil {
+		return 0, err
+	}
+	if err := m.lock(ctx); err != nil {
+		return 0, err
+	}
+	defer m.mu.Unlock()
+	st, ok := m.states[spotKey{mesh, kind, id}]
+	if !ok {
+		return 0, fmt.Errorf("%w: state of spot %s/%s in mesh %q", ErrNotFound, kind, id, mesh)
+	}
+	return st.Epoch, nil
+}
+
 // spotStateKey is the state's key: the record's hash tag, so one script
 // compares the record and writes the state.
 func (r *Redis) spotStateKey(mesh, kind, id string) string {
@@ -128,7 +149,8 @@ func (r *Redis) PutSpotState(ctx context.Context, o Ownership, st SpotState) err
 	return fmt.Errorf("zlink: redis put spot state: reply %.32q", stt)
 }
 
-// GetSpotState implements SpotStates.
+// GetSpotState implements SpotStates. The data's size is checked inside
+// Redis before the data is read (spotStateGetScript).
 func (r *Redis) GetSpotState(ctx context.Context, mesh, kind, id string) (SpotState, error) {
 	spot := Ownership{Mesh: mesh, Kind: kind, ID: id}
 	if err := spot.validateSpot(); err != nil {
@@ -139,22 +161,83 @@ func (r *Redis) GetSpotState(ctx context.Context, mesh, kind, id string) (SpotSt
 	}
 	ctx, cancel := r.opCtx(ctx)
 	defer cancel()
-	vals, err := r.client.Do(ctx, r.client.B().Hmget().Key(r.spotStateKey(mesh, kind, id)).Field("v", "epoch", "d").Build()).ToArray()
+	key := r.spotStateKey(mesh, kind, id)
+	f, err := spotStateGetScript.Exec(ctx, r.client, []string{key}, []string{strconv.Itoa(MaxSpotState)}).AsStrSlice()
 	if err != nil {
 		return SpotState{}, r.wrap("get spot state", err)
 	}
-	if len(vals) != 3 || vals[2].IsNil() {
+	if len(f) == 0 {
 		return SpotState{}, fmt.Errorf("%w: state of spot %s/%s in mesh %q", ErrNotFound, kind, id, mesh)
 	}
-	vs, _ := vals[0].ToString()
-	es, _ := vals[1].ToString()
-	d, _ := vals[2].ToString()
-	v, err1 := strconv.ParseUint(vs, 10, 32)
-	e, err2 := strconv.ParseUint(es, 10, 64)
-	if err1 != nil || err2 != nil || e == 0 || len(d) > MaxSpotState {
-		err := corruptf("state of spot %s/%s: version %.16q epoch %.24q, %d bytes", kind, id, vs, es, len(d))
-		r.corrupt.report(r.cfg.Logger, r.spotStateKey(mesh, kind, id), err)
+	st, err := parseSpotState(f)
+	if err != nil {
+		err = corruptf("state of spot %s/%s: %w", kind, id, err)
+		r.corrupt.report(r.cfg.Logger, key, err)
 		return SpotState{}, err
 	}
-	return SpotState{Data: []byte(d), Version: uint32(v), Epoch: e}, nil
+	return st, nil
+}
+
+// SpotStateEpoch implements SpotStates.
+func (r *Redis) SpotStateEpoch(ctx context.Context, mesh, kind, id string) (uint64, error) {
+	spot := Ownership{Mesh: mesh, Kind: kind, ID: id}
+	if err := spot.validateSpot(); err != nil {
+		return 0, err
+	}
+	if err := r.check(); err != nil {
+		return 0, err
+	}
+	ctx, cancel := r.opCtx(ctx)
+	defer cancel()
+	key := r.spotStateKey(mesh, kind, id)
+	f, err := spotStateEpochScript.Exec(ctx, r.client, []string{key}, nil).AsStrSlice()
+	if err != nil {
+		return 0, r.wrap("get spot state epoch", err)
+	}
+	if len(f) == 0 {
+		return 0, fmt.Errorf("%w: state of spot %s/%s in mesh %q", ErrNotFound, kind, id, mesh)
+	}
+	var e uint64
+	if len(f) == 2 && f[0] == "ok" {
+		e, err = parseEpoch(f[1])
+	} else {
+		err = fmt.Errorf("not a hash (reply of %d fields)", len(f))
+	}
+	if err != nil {
+		err = corruptf("state of spot %s/%s: %w", kind, id, err)
+		r.corrupt.report(r.cfg.Logger, key, err)
+		return 0, err
+	}
+	return e, nil
+}
+
+// parseSpotState decodes spotStateGetScript's reply for an existing state.
+func parseSpotState(f []string) (SpotState, error) {
+	switch {
+	case len(f) == 4 && f[0] == "big":
+		return SpotState{}, fmt.Errorf("%s bytes, more than %d (not read)", f[3], MaxSpotState)
+	case len(f) != 4 || f[0] != "ok":
+		return SpotState{}, fmt.Errorf("not a hash (reply of %d fields)", len(f))
+	}
+	v, err := strconv.ParseUint(f[1], 10, 32)
+	if err != nil {
+		return SpotState{}, fmt.Errorf("version %.16q", f[1])
+	}
+	e, err := parseEpoch(f[2])
+	if err != nil {
+		return SpotState{}, err
+	}
+	if len(f[3]) > MaxSpotState { // the script checked it; a reply never exceeds it
+		return SpotState{}, fmt.Errorf("%d bytes, more than %d", len(f[3]), MaxSpotState)
+	}
+	return SpotState{Data: []byte(f[3]), Version: uint32(v), Epoch: e}, nil
+}
+
+// parseEpoch decodes a state's epoch: a positive decimal.
+func parseEpoch(s string) (uint64, error) {
+	e, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || e == 0 {
+		return 0, fmt.Errorf("epoch %.24q", s)
+	}
+	return e, nil
 }

@@ -42,7 +42,7 @@ var (
 	descWeight = prometheus.NewDesc("zlink_channel_weight",
 		"Current Server weight of each Server channel.", []string{"mesh", "channel"}, nil)
 	descRuntime = prometheus.NewDesc("zlink_runtime_events_total",
-		"Runtime event counters: protocol_errors, late_frames, handshake_rejects, peers_lost (without a goodbye), peers_departed (clean departures).", []string{"mesh", "event"}, nil)
+		"Runtime event counters: protocol_errors, late_frames, handshake_rejects, connections_refused (inbound connections refused before their handshake), peers_lost (without a goodbye), peers_departed (clean departures).", []string{"mesh", "event"}, nil)
 	descActors = prometheus.NewDesc("zlink_actors",
 		"Live supervised actors by kind.", []string{"kind"}, nil)
 	descDepth = prometheus.NewDesc("zlink_mailbox_depth",
@@ -79,7 +79,7 @@ var (
 
 var serverDescs = []*prometheus.Desc{descServerRequests, descServerSends, descServerDuration, descServerQueued, descServerRunning}
 
-var runtimeEvents = []string{"protocol_errors", "late_frames", "handshake_rejects", "peers_lost", "peers_departed"}
+var runtimeEvents = []string{"protocol_errors", "late_frames", "handshake_rejects", "connections_refused", "peers_lost", "peers_departed"}
 
 var peerStates = []routemesh.PeerState{
 	routemesh.PeerConnecting, routemesh.PeerReady, routemesh.PeerNotConnected,

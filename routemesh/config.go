@@ -207,7 +207,8 @@ type channelReg struct {
 
 // Config is one MeshNode's configuration. Fill it through MeshBuilder (or
 // start from DefaultConfig); Start checks it and refuses a bad one with a
-// *ConfigError. Every field's doc gives its unit and default.
+// *ConfigError. Every field's doc gives its unit and default; every
+// numeric field has a range (Limits), checked at Start.
 type Config struct {
 	// Mesh is the MeshName. Required; no default.
 	Mesh string

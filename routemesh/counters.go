@@ -14,12 +14,15 @@ type counters struct {
 	protocolErrors   atomic.Uint64     // malformed frames, unknown packets on the wire
 	lateFrames       atomic.Uint64     // frames from pipes that are not current
 	handshakeRejects atomic.Uint64
-	peersLost        atomic.Uint64 // ready peers lost without a goodbye (liveness, socket closed, restart)
-	peersDeparted    atomic.Uint64 // ready peers that said goodbye before leaving (clean departures)
-	discoveryRounds  atomic.Uint64 // discovery re-lists that succeeded
-	discoveryErrors  atomic.Uint64 // discovery re-lists that failed (store unreachable)
-	descriptorPuts   atomic.Uint64 // descriptor writes that succeeded
-	descriptorErrors atomic.Uint64 // descriptor writes or renewals that failed
+	// connectionsRefused: inbound connections the listener's guards
+	// refused before the handshake (caps, deadlines, malformed ZMTP, TLS).
+	connectionsRefused atomic.Uint64
+	peersLost          atomic.Uint64 // ready peers lost without a goodbye (liveness, socket closed, restart)
+	peersDeparted      atomic.Uint64 // ready peers that said goodbye before leaving (clean departures)
+	discoveryRounds    atomic.Uint64 // discovery re-lists that succeeded
+	discoveryErrors    atomic.Uint64 // discovery re-lists that failed (store unreachable)
+	descriptorPuts     atomic.Uint64 // descriptor writes that succeeded
+	descriptorErrors   atomic.Uint64 // descriptor writes or renewals that failed
 }
 
 func (c *counters) result(err error) {
@@ -38,17 +41,18 @@ func (c *counters) result(err error) {
 
 func (c *counters) snapshot() map[string]uint64 {
 	m := map[string]uint64{
-		"calls":             c.calls.Load(),
-		"ok":                c.ok.Load(),
-		"protocol_errors":   c.protocolErrors.Load(),
-		"late_frames":       c.lateFrames.Load(),
-		"handshake_rejects": c.handshakeRejects.Load(),
-		"peers_lost":        c.peersLost.Load(),
-		"peers_departed":    c.peersDeparted.Load(),
-		"discovery_rounds":  c.discoveryRounds.Load(),
-		"discovery_errors":  c.discoveryErrors.Load(),
-		"descriptor_puts":   c.descriptorPuts.Load(),
-		"descriptor_errors": c.descriptorErrors.Load(),
+		"calls":               c.calls.Load(),
+		"ok":                  c.ok.Load(),
+		"protocol_errors":     c.protocolErrors.Load(),
+		"late_frames":         c.lateFrames.Load(),
+		"handshake_rejects":   c.handshakeRejects.Load(),
+		"connections_refused": c.connectionsRefused.Load(),
+		"peers_lost":          c.peersLost.Load(),
+		"peers_departed":      c.peersDeparted.Load(),
+		"discovery_rounds":    c.discoveryRounds.Load(),
+		"discovery_errors":    c.discoveryErrors.Load(),
+		"descriptor_puts":     c.descriptorPuts.Load(),
+		"descriptor_errors":   c.descriptorErrors.Load(),
 	}
 	for i := 1; i < len(c.byCode); i++ {
 		if v := c.byCode[i].Load(); v > 0 {

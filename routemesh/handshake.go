@@ -130,6 +130,11 @@ func (m *meshActor) execute(p *pipe, out handshake.Output) {
 			m.dropPipe(old, fmt.Errorf("%w: the peer replaced this connection", wire.ErrPeerLost))
 		}
 		m.makeReady(p)
+		if !p.outbound && p.getState() == pipeReady {
+			// Its connection no longer counts against the listener's
+			// caps on connections still in their handshake.
+			m.n.ln.Authenticated(p.id)
+		}
 		if out.Send == handshake.FrameBatch && p.getState() == pipeReady {
 			// The arbiter's ready announcement: a first batch.
 			_ = p.w.control(outItem{env: m.heartbeat(0)})

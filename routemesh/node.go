@@ -205,7 +205,7 @@ func Start(ctx context.Context, cfg *Config, deps Deps) (*Node, error) {
 		if ref := n.mesh(); ref != nil {
 			_ = ref.TellControl(&connClosed{id: id, reason: reason})
 		}
-	}})
+	}, OnRefused: newRefusalLog(n.log, &n.cnt.connectionsRefused, time.Now).refused})
 	if err != nil {
 		closeAll()
 		if errors.Is(err, transport.ErrBadEndpoint) {

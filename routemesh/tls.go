@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"sync"
@@ -32,11 +33,13 @@ import (
 // take precedence. Everything is loaded and checked at Start; a missing,
 // unreadable or inconsistent setting is a *ConfigError (ErrInvalid).
 type TLSConfig struct {
-	// CAFile is a PEM bundle of the CAs peers' certificates must chain to.
+	// CAFile is a PEM bundle of the CAs peers' certificates must chain to;
+	// at most 4 MiB (a larger file is refused without being read whole).
 	CAFile string
 	// CertFile and KeyFile are this node's PEM certificate (chain) and
 	// private key. The certificate needs both the serverAuth and clientAuth
 	// extended key usages (or none), and must chain to the CAs itself.
+	// At most 1 MiB each.
 	CertFile, KeyFile string
 	// Roots, when set, replaces CAFile.
 	Roots *x509.CertPool
@@ -69,6 +72,31 @@ var (
 // and handshakes).
 const maxTLSIdentity = 512
 
+// Caps on the PEM files TLS reads: reading stops at the cap, so a huge
+// file (or /dev/zero) is refused at once.
+const (
+	maxCAFile   = 4 << 20 // a CA bundle
+	maxCertFile = 1 << 20 // a certificate chain, a private key
+)
+
+// readPEM reads the file at path, refusing one larger than limit bytes
+// without reading past the limit.
+func readPEM(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s: larger than %d MiB", path, limit>>20)
+	}
+	return b, nil
+}
+
 // load reads and checks the TLS settings; nil without TLS.
 func (t *TLSConfig) load() (*zguard.TLS, error) {
 	if t == nil {
@@ -79,7 +107,7 @@ func (t *TLSConfig) load() (*zguard.TLS, error) {
 		if t.CAFile == "" {
 			return nil, errors.New("no CA: set CAFile (--tls-ca)")
 		}
-		pem, err := os.ReadFile(t.CAFile)
+		pem, err := readPEM(t.CAFile, maxCAFile)
 		if err != nil {
 			return nil, fmt.Errorf("CA file: %w", err)
 		}
@@ -95,8 +123,15 @@ func (t *TLSConfig) load() (*zguard.TLS, error) {
 		if t.CertFile == "" || t.KeyFile == "" {
 			return nil, errors.New("set both the certificate and the key files (--tls-cert, --tls-key)")
 		}
-		var err error
-		if cert, err = tls.LoadX509KeyPair(t.CertFile, t.KeyFile); err != nil {
+		certPEM, err := readPEM(t.CertFile, maxCertFile)
+		if err != nil {
+			return nil, fmt.Errorf("certificate file: %w", err)
+		}
+		keyPEM, err := readPEM(t.KeyFile, maxCertFile)
+		if err != nil {
+			return nil, fmt.Errorf("key file: %w", err)
+		}
+		if cert, err = tls.X509KeyPair(certPEM, keyPEM); err != nil {
 			return nil, fmt.Errorf("certificate %s / key %s: %w", t.CertFile, t.KeyFile, err)
 		}
 	}

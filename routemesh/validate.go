@@ -2,6 +2,7 @@ package routemesh
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zlink-go/zlink/fanout"
+	"github.com/zlink-go/zlink/location"
 )
 
 // TopologyKind names a physical send path a ChannelName can be registered on.
@@ -115,6 +117,9 @@ func (f FanoutReg) validate(hasStore bool) error {
 	if err := fanout.CheckChannel(f.Channel); err != nil {
 		return &ConfigError{Channel: f.Channel, Err: err, Detail: "fanout registration"}
 	}
+	if err := location.CheckName("fanout channel", f.Channel); err != nil {
+		return &ConfigError{Channel: f.Channel, Err: ErrInvalid, Detail: "fanout registration: " + err.Error()}
+	}
 	if f.Publisher {
 		// A publisher is automatic exactly when it has a store.
 		if f.Automatic && !hasStore {
@@ -144,14 +149,16 @@ func (c *Config) validate(hasStore bool) error {
 	if c.Mesh == "" {
 		return bad(ErrInvalid, "empty MeshName")
 	}
+	if err := c.validateNames(); err != nil {
+		// The detail quotes the name (clipped): the mesh= part too.
+		detail := strings.TrimPrefix(err.Error(), location.ErrInvalid.Error()+": ")
+		return &ConfigError{Mesh: strings.Trim(fmt.Sprintf("%.64q", c.Mesh), `"`), Err: ErrInvalid, Detail: detail}
+	}
 	if c.RID != "" && c.RIDPrefix != "" {
 		return bad(ErrRIDConflict, "SetRoutingID is for manual topology only")
 	}
 	if c.Automatic() && !hasStore {
 		return bad(ErrNeedsLocationStore, "SetRoutingIDPrefix needs a Location Store configured explicitly")
-	}
-	if c.DescriptorTTL < 10*time.Millisecond || c.DiscoveryPoll <= 0 || c.InboundGrace <= 0 {
-		return bad(ErrInvalid, "descriptor TTL below 10ms, or discovery poll / inbound grace not positive")
 	}
 	if c.Automatic() && len(c.Peers) > 0 {
 		return bad(ErrInvalid, "manual peers on an automatic MeshNode")
@@ -203,37 +210,166 @@ func (c *Config) validate(hasStore bool) error {
 	return nil
 }
 
-// validateNumbers refuses sizes, counts and durations the runtime cannot
-// use (a Config filled by hand rather than through the builder).
+// Limit is the documented range of one numeric setting of a Config:
+// Start refuses a value outside Min..Max (inclusive) with a *ConfigError
+// (ErrInvalid) that names the setting and the range, before anything is
+// allocated for it.
+type Limit struct {
+	// Setting is the Config field, e.g. "HandlerConcurrency" or
+	// "Socket.SendHWM"; a channel's setting is "Channel.Concurrency".
+	Setting string
+	// Min and Max bound the value; a duration's in nanoseconds.
+	Min, Max int64
+	// Duration says the value is a time.Duration.
+	Duration bool
+}
+
+// Range formats Min..Max in the setting's unit.
+func (l Limit) Range() string {
+	if l.Duration {
+		return time.Duration(l.Min).String() + ".." + time.Duration(l.Max).String()
+	}
+	return strconv.FormatInt(l.Min, 10) + ".." + strconv.FormatInt(l.Max, 10)
+}
+
+// check refuses v outside the range.
+func (l Limit) check(v int64) error {
+	if v >= l.Min && v <= l.Max {
+		return nil
+	}
+	shown := strconv.FormatInt(v, 10)
+	if l.Duration {
+		shown = time.Duration(v).String()
+	}
+	return fmt.Errorf("%s %s out of range %s", l.Setting, shown, l.Range())
+}
+
+// MaxHandlerConcurrency is the largest HandlerConcurrency (and channel
+// concurrency): each owner's handler pool holds a queue of that many
+// messages.
+const MaxHandlerConcurrency = 1 << 16
+
+var limits = []Limit{
+	{Setting: "Socket.SendHWM", Min: 1, Max: 1_000_000},
+	{Setting: "Socket.ReceiveHWM", Min: 1, Max: 1_000_000},
+	{Setting: "Socket.MailboxMessageBudget", Min: 1, Max: 100_000_000},
+	{Setting: "Socket.MailboxByteBudget", Min: 1, Max: 1 << 30},
+	{Setting: "Socket.SendTimeout", Min: 0, Max: int64(10 * time.Minute), Duration: true},
+	{Setting: "Socket.ReceiveTimeout", Min: int64(time.Millisecond), Max: int64(10 * time.Minute), Duration: true},
+	{Setting: "Liveness.Interval", Min: int64(time.Millisecond), Max: int64(time.Minute), Duration: true},
+	{Setting: "Liveness.MaxGap", Min: 1, Max: 1 << 20},
+	{Setting: "Liveness.LastHeard", Min: int64(time.Millisecond), Max: int64(time.Hour), Duration: true},
+	{Setting: "DrainTimeout", Min: int64(time.Millisecond), Max: int64(24 * time.Hour), Duration: true},
+	{Setting: "ShutdownTimeout", Min: int64(time.Millisecond), Max: int64(24 * time.Hour), Duration: true},
+	{Setting: "DescriptorTTL", Min: int64(10 * time.Millisecond), Max: int64(time.Hour), Duration: true},
+	{Setting: "DiscoveryPoll", Min: int64(time.Millisecond), Max: int64(time.Hour), Duration: true},
+	{Setting: "InboundGrace", Min: int64(time.Millisecond), Max: int64(time.Hour), Duration: true},
+	{Setting: "HandlerConcurrency", Min: 1, Max: MaxHandlerConcurrency},
+	{Setting: "HungThreshold", Min: 0, Max: 1_000_000},
+	{Setting: "HungCheckInterval", Min: int64(time.Millisecond), Max: int64(time.Hour), Duration: true},
+	{Setting: "PlacementWeight", Min: 0, Max: math.MaxUint32},
+	{Setting: "Channel.Concurrency", Min: 0, Max: MaxHandlerConcurrency},
+	{Setting: "Channel.Weight", Min: MinWeight, Max: MaxWeight},
+}
+
+// Limits returns the range of every numeric setting of a Config (besides
+// ConfigGeneration: any value from 1, and SelectionSeed: any value).
+func Limits() []Limit { return append([]Limit(nil), limits...) }
+
+// limitOf returns the Limit of setting (one of limits).
+func limitOf(setting string) Limit {
+	for _, l := range limits {
+		if l.Setting == setting {
+			return l
+		}
+	}
+	panic("routemesh: no limit for " + setting)
+}
+
+// values returns each numeric setting of c with its Limit's name, in the
+// order of limits (channel settings apart).
+func (c *Config) values() []int64 {
+	s, l := c.Socket, c.Liveness
+	return []int64{int64(s.SendHWM), int64(s.ReceiveHWM), s.MailboxMessageBudget, s.MailboxByteBudget,
+		int64(s.SendTimeout), int64(s.ReceiveTimeout), int64(l.Interval), int64(l.MaxGap), int64(l.LastHeard),
+		int64(c.DrainTimeout), int64(c.ShutdownTimeout), int64(c.DescriptorTTL), int64(c.DiscoveryPoll),
+		int64(c.InboundGrace), int64(c.HandlerConcurrency), int64(c.HungThreshold), int64(c.HungCheckInterval),
+		int64(c.PlacementWeight)}
+}
+
+// ridSuffixLen is what an automatic node adds to its RIDPrefix ("-" and
+// 12 hex digits).
+const ridSuffixLen = 13
+
+// validateNames refuses names the Location Store or the wire would
+// refuse later, so a node that starts can always be discovered: the
+// MeshName, RID, RID prefix, expected peer RIDs and ChannelNames within
+// location.MaxNameLen bytes, a MeshName without '{' or '}' (nor ':' with
+// Spots), at most location.MaxServers Server channels. The rules hold
+// with or without a store: the same configuration may meet one later.
+func (c *Config) validateNames() error {
+	if err := location.CheckMeshName(c.Mesh, c.ObjectRole == ObjectClient || c.ObjectRole == ObjectServer); err != nil {
+		return err
+	}
+	if c.RID != "" {
+		if err := location.CheckName("RID", c.RID); err != nil {
+			return err
+		}
+	}
+	if len(c.RIDPrefix) > location.MaxNameLen-ridSuffixLen {
+		return fmt.Errorf("RID prefix %.64q: want at most %d bytes (the RID adds %d)", c.RIDPrefix,
+			location.MaxNameLen-ridSuffixLen, ridSuffixLen)
+	}
+	for _, p := range c.Peers {
+		if p.ExpectRID != "" {
+			if err := location.CheckName("expected peer RID", p.ExpectRID); err != nil {
+				return err
+			}
+		}
+	}
+	servers := 0
+	for _, ch := range c.channels {
+		if ch.name == "" {
+			continue // refused below with its own message
+		}
+		if err := location.CheckName("ChannelName", ch.name); err != nil {
+			return err
+		}
+		if ch.role == RoleServer {
+			servers++
+		}
+	}
+	if servers > location.MaxServers {
+		return fmt.Errorf("%d Server channels, more than %d", servers, location.MaxServers)
+	}
+	return nil
+}
+
+// validateNumbers refuses sizes, counts and durations outside their
+// documented ranges (Limits) and the combinations the runtime cannot use.
 func (c *Config) validateNumbers() error {
+	for i, v := range c.values() {
+		if err := limits[i].check(v); err != nil {
+			return err
+		}
+	}
 	s, l := c.Socket, c.Liveness
 	switch {
-	case s.SendHWM < 1 || s.ReceiveHWM < 1 || s.MailboxMessageBudget < 1 || s.MailboxByteBudget < 1:
-		return fmt.Errorf("socket HWMs and mailbox budgets must be positive: %+v", s)
-	case s.SendTimeout < 0 || s.ReceiveTimeout <= 0:
-		return fmt.Errorf("socket timeouts must be positive: %+v", s)
-	case l.Interval <= 0 || l.MaxGap < 1 || l.LastHeard <= 0:
-		return fmt.Errorf("liveness settings must be positive: %+v", l)
 	case l.LastHeard <= l.Interval:
 		return fmt.Errorf("liveness last-heard %v must exceed the heartbeat interval %v (every peer would be lost between heartbeats)", l.LastHeard, l.Interval)
 	case s.SendTimeout > 0 && s.SendTimeout >= l.sendTimeoutMargin():
 		return fmt.Errorf("send timeout %v must stay below %v, the liveness silence limit %v less one heartbeat interval: "+
 			"while a write to a peer that stopped reading waits it out, the heartbeats to every other peer wait too, and they would lose this node",
 			s.SendTimeout, l.sendTimeoutMargin(), l.silence())
-	case c.DrainTimeout <= 0 || c.ShutdownTimeout <= 0:
-		return fmt.Errorf("drain and shutdown timeouts must be positive")
-	case c.HandlerConcurrency < 1:
-		return fmt.Errorf("handler concurrency %d, want at least 1", c.HandlerConcurrency)
-	case c.HungThreshold < 0 || c.HungCheckInterval <= 0:
-		return fmt.Errorf("hung threshold %d / check interval %v", c.HungThreshold, c.HungCheckInterval)
 	case c.ConfigGeneration == 0:
 		return fmt.Errorf("configuration generation 0")
 	case c.Trust.Profile == "":
 		return fmt.Errorf("empty trust profile")
 	}
+	conc := limitOf("Channel.Concurrency")
 	for _, ch := range c.channels {
-		if ch.concurrency < 0 {
-			return fmt.Errorf("channel %s: concurrency %d", ch.name, ch.concurrency)
+		if err := conc.check(int64(ch.concurrency)); err != nil {
+			return fmt.Errorf("channel %s: %w", ch.name, err)
 		}
 	}
 	return nil

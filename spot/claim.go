@@ -34,11 +34,11 @@ func (rt *runtime) claim(kind, id string) claimResult {
 		// R3: the new epoch is above the persisted state's too, so epochs
 		// never go back even when the record was lost.
 		ctx, cancel := rt.storeCtx()
-		st, err := rt.states.GetSpotState(ctx, mesh, kind, id)
+		e, err := rt.states.SpotStateEpoch(ctx, mesh, kind, id) // the epoch only, not the data
 		cancel()
 		switch {
 		case err == nil:
-			persisted = st.Epoch
+			persisted = e
 		case !errors.Is(err, location.ErrNotFound):
 			return claimResult{err: err}
 		}

@@ -53,6 +53,8 @@ func TestCLISpot_CounterOnTwoObjectServers(t *testing.T) {
 	// Errors: one line `error <code> <message>`, exit 1.
 	spotErr(t, call("counter", "player-1", "mul", "3"), "unknown_packet", `"mul"`)
 	spotErr(t, call("counter", "player-1", "add", "lots"), "handler", "decimal integer")
+	spotErr(t, call("counter", "player-1", "add", "9223372036854775807"), "handler", "overflows int64")
+	spotOK(t, call("counter", "player-1", "get"), "8") // the refused add changed nothing
 	spotErr(t, call("--peer", other.endpoint+"#wrong-rid", "counter", "player-1", "get"), "no_target", "wrong_rid")
 
 	// GET /spots: the owner has the one counter Spot and lists it.

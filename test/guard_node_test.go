@@ -60,12 +60,15 @@ func peerWorks(t *testing.T, b *routemesh.Node, rid string) {
 
 func TestGuard_SilentConnectionStallsNoPeer(t *testing.T) {
 	o := zlink.NewOptions()
-	// A long handshake deadline: the silent connection is still open while
-	// the real peer connects and works.
+	// A long handshake deadline: the connection that stops after its
+	// greeting is still open while the real peer connects and works.
 	o.AddRouteMesh("game").SetRoutingID("b").ConfigureLiveness(fastLiveness).
 		ConfigureRouterSocket(routemesh.SocketConfig{ReceiveTimeout: 30 * time.Second}).HandleDirectRequest("echo", echo)
 	b := startHost(t, o).Mesh("game")
 	silent := rawDial(t, b.Endpoint())
+	if _, err := silent.Write(zmtpGreeting()); err != nil {
+		t.Fatal(err)
+	}
 	peerWorks(t, b, "a")
 	_ = silent.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
 	if _, err := silent.Read(make([]byte, 1)); err == io.EOF {

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 	"go.yaml.in/yaml/v3"
@@ -89,11 +91,45 @@ type socketConfig struct {
 	ReceiveTimeout  time.Duration `yaml:"receive_timeout"`
 }
 
+// Caps on the files the CLI reads: reading stops at the cap, so a huge
+// file (or /dev/zero) is refused at once instead of filling memory.
+const (
+	maxSecretFile = 4 << 10 // a trust secret or an admin token
+	maxConfigFile = 4 << 20 // a YAML config file
+)
+
+// readCapped reads the file at path (what names it in errors, e.g.
+// "secret file"), refusing one larger than limit bytes without reading
+// past the limit.
+func readCapped(path, what string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, usagef(what + ": " + err.Error())
+	}
+	defer f.Close()
+	raw, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, usagef(what + ": " + err.Error())
+	}
+	if int64(len(raw)) > limit {
+		return nil, usagef(fmt.Sprintf("%s %s: larger than %s", what, path, byteSize(limit)))
+	}
+	return raw, nil
+}
+
+// byteSize writes a cap in KiB or MiB.
+func byteSize(n int64) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d KiB", n>>10)
+}
+
 // loadConfigFile reads a YAML config file strictly (unknown keys fail).
 func loadConfigFile(path string) (*fileConfig, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := readCapped(path, "config file", maxConfigFile)
 	if err != nil {
-		return nil, usagef("config file: " + err.Error())
+		return nil, err
 	}
 	return parseConfig(raw, path)
 }
@@ -103,9 +139,88 @@ func parseConfig(raw []byte, name string) (*fileConfig, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
 	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
-		return nil, usagef(fmt.Sprintf("config file %s: %v", name, err))
+		return nil, usagef(oneLine(fmt.Sprintf("config file %s: %v", name, err)))
+	}
+	for i := range cfg.Meshes {
+		if err := cfg.Meshes[i].checkNumbers(); err != nil {
+			return nil, usagef(fmt.Sprintf("config file %s: meshes[%d]: %v", name, i, err))
+		}
 	}
 	return &cfg, nil
+}
+
+// yamlLimits maps each numeric YAML setting of a mesh to the range of the
+// routemesh setting it sets (routemesh.Limits). 0 (or absent) keeps the
+// default.
+var yamlLimits = map[string]string{
+	"handler_concurrency":     "HandlerConcurrency",
+	"drain_timeout":           "DrainTimeout",
+	"shutdown_timeout":        "ShutdownTimeout",
+	"liveness.interval":       "Liveness.Interval",
+	"liveness.max_gap":        "Liveness.MaxGap",
+	"liveness.last_heard":     "Liveness.LastHeard",
+	"socket.send_hwm":         "Socket.SendHWM",
+	"socket.receive_hwm":      "Socket.ReceiveHWM",
+	"socket.mailbox_messages": "Socket.MailboxMessageBudget",
+	"socket.mailbox_bytes":    "Socket.MailboxByteBudget",
+	"socket.send_timeout":     "Socket.SendTimeout",
+	"socket.receive_timeout":  "Socket.ReceiveTimeout",
+	"servers.concurrency":     "Channel.Concurrency",
+}
+
+// checkNumbers refuses a numeric setting outside its documented range:
+// one line naming the YAML setting and the range. (A server's weight is
+// refused at Start: ErrWeightRange names it.)
+func (m *meshConfig) checkNumbers() error {
+	check := func(key string, v int64) error {
+		if v == 0 {
+			return nil // the default
+		}
+		for _, l := range routemesh.Limits() {
+			if l.Setting != yamlLimits[key] {
+				continue
+			}
+			if v >= l.Min && v <= l.Max {
+				return nil
+			}
+			shown := strconv.FormatInt(v, 10)
+			if l.Duration {
+				shown = time.Duration(v).String()
+			}
+			return fmt.Errorf("%s %s out of range %s (0 or absent: the default)", key, shown, l.Range())
+		}
+		panic("node: no routemesh limit for " + key)
+	}
+	nums := []struct {
+		key string
+		v   int64
+	}{{"handler_concurrency", int64(m.HandlerConcurrency)}, {"drain_timeout", int64(m.DrainTimeout)},
+		{"shutdown_timeout", int64(m.ShutdownTimeout)}}
+	if l := m.Liveness; l != nil {
+		nums = append(nums, []struct {
+			key string
+			v   int64
+		}{{"liveness.interval", int64(l.Interval)}, {"liveness.max_gap", int64(l.MaxGap)}, {"liveness.last_heard", int64(l.LastHeard)}}...)
+	}
+	if s := m.Socket; s != nil {
+		nums = append(nums, []struct {
+			key string
+			v   int64
+		}{{"socket.send_hwm", int64(s.SendHWM)}, {"socket.receive_hwm", int64(s.ReceiveHWM)},
+			{"socket.mailbox_messages", s.MailboxMessages}, {"socket.mailbox_bytes", s.MailboxBytes},
+			{"socket.send_timeout", int64(s.SendTimeout)}, {"socket.receive_timeout", int64(s.ReceiveTimeout)}}...)
+	}
+	for _, n := range nums {
+		if err := check(n.key, n.v); err != nil {
+			return err
+		}
+	}
+	for _, sc := range m.Servers { // a weight is checked at Start (ErrWeightRange)
+		if err := check("servers.concurrency", int64(sc.Concurrency)); err != nil {
+			return fmt.Errorf("server %s: %w", sc.Channel, err)
+		}
+	}
+	return nil
 }
 
 // parseServer parses CHANNEL[=WEIGHT].
@@ -164,14 +279,15 @@ func parseObjectRole(s string) (routemesh.ObjectRole, error) {
 	return 0, usagef(fmt.Sprintf("--object %q: want none, client or server", s))
 }
 
-// readSecret reads a trust secret file (surrounding whitespace trimmed).
+// readSecret reads a trust secret file (surrounding whitespace trimmed),
+// at most maxSecretFile bytes.
 func readSecret(path string) ([]byte, error) {
 	if path == "" {
 		return nil, nil
 	}
-	raw, err := os.ReadFile(path)
+	raw, err := readCapped(path, "secret file", maxSecretFile)
 	if err != nil {
-		return nil, usagef("secret file: " + err.Error())
+		return nil, err
 	}
 	s := bytes.TrimSpace(raw)
 	if len(s) == 0 {
@@ -297,4 +413,23 @@ func isTerminal(w io.Writer) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// lineValue prints a name as one field of a key=value line: as it is when
+// it is printable and holds no space, quote, backslash or comma; else
+// quoted, with control characters, spaces and non-printable runes escaped
+// (\n, \x20, \u00a0…), so a name can neither break the line nor fake a
+// field.
+func lineValue(s string) string {
+	plain := utf8.ValidString(s)
+	for _, r := range s {
+		if !plain || !unicode.IsGraphic(r) || unicode.IsSpace(r) || strings.ContainsRune(`"\,`, r) {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return s
+	}
+	return strings.ReplaceAll(strconv.Quote(s), " ", `\x20`)
 }

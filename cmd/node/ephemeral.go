@@ -41,6 +41,10 @@ func (e *noTargetError) Error() string { return e.msg }
 
 // start brings the node up. stop stops it, then closes the store.
 func (e *ephemeral) start(ctx context.Context) (node *routemesh.Node, stop func(), err error) {
+	// A name the store refuses is a usage error before the store is asked.
+	if err := location.CheckMeshName(e.mesh, false); err != nil {
+		return nil, nil, usagef("--mesh: " + strings.TrimPrefix(err.Error(), location.ErrInvalid.Error()+": "))
+	}
 	secret, err := readSecret(e.secretFile)
 	if err != nil {
 		return nil, nil, err

@@ -2,7 +2,9 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"strings"
+	"unicode"
 
 	zlink "github.com/zlink-go/zlink"
 )
@@ -44,9 +46,29 @@ func exitCode(err error) int {
 }
 
 // oneLine keeps an error message on one line of stderr, in the command
-// line's words (cliText).
+// line's words (cliText), with control characters escaped (\x1b): a
+// name in a message cannot drive the terminal.
 func oneLine(s string) string {
-	return strings.Join(strings.Fields(cliText(s)), " ")
+	return escapeControls(strings.Join(strings.Fields(cliText(s)), " "))
+}
+
+// escapeControls writes each control character of s as \xHH (or \uHHHH).
+func escapeControls(s string) string {
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case !unicode.IsControl(r):
+			b.WriteRune(r)
+		case r < 0x100:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+	}
+	return b.String()
 }
 
 // apiWords maps names of the Go API and internal transport schemes that

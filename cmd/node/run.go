@@ -291,9 +291,9 @@ func waitSpots(ctx context.Context, h *zlink.Host) error {
 func readyLine(h *zlink.Host, admin string) string {
 	var names, rids, eps []string
 	for _, n := range h.Meshes() {
-		names = append(names, n.Mesh())
-		rids = append(rids, n.RID())
-		eps = append(eps, n.Endpoint())
+		names = append(names, lineValue(n.Mesh()))
+		rids = append(rids, lineValue(n.RID()))
+		eps = append(eps, lineValue(n.Endpoint()))
 	}
 	return fmt.Sprintf("ready mesh=%s rid=%s endpoint=%s admin=%s",
 		strings.Join(names, ","), strings.Join(rids, ","), strings.Join(eps, ","), admin)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -33,6 +34,9 @@ func newSpotCmd() *cobra.Command {
 			if err := f.check(); err != nil {
 				return err
 			}
+			if err := checkSpotName(args[0], args[1]); err != nil {
+				return err
+			}
 			var arg []byte
 			if len(args) == 4 {
 				arg = []byte(args[3])
@@ -49,6 +53,18 @@ func newSpotCmd() *cobra.Command {
 	addTLSFlags(c, &f.tls)
 	fs.StringVar(&f.logLevel, "log-level", "error", "log level (logs go to stderr)")
 	return c
+}
+
+// checkSpotName refuses a KIND or ID the store would refuse (a usage
+// error, exit 2) before any node starts.
+func checkSpotName(kind, id string) error {
+	switch {
+	case kind == "" || id == "":
+		return usagef(fmt.Sprintf("spot KIND %q ID %q: both must be non-empty", kind, id))
+	case len(kind) > location.MaxNameLen || strings.Contains(kind, ":"):
+		return usagef(fmt.Sprintf("spot KIND %.64q: want 1..%d bytes without ':'", kind, location.MaxNameLen))
+	}
+	return nil
 }
 
 func (f *spotFlags) check() error {

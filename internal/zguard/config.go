@@ -24,9 +24,39 @@ type Config struct {
 	// ReadBufferSize must be at least 64 (one ZMTP greeting).
 	ReadBufferSize, WriteBufferSize int
 	// MaxPendingHandshakes bounds the accepted connections of one listener
-	// still in their handshake; past it new connections are closed
-	// (ErrTooManyPending). Default 64.
+	// still in their handshake (until the READY, or with AwaitAuth until
+	// the owner's Inbound.Authenticated); past it new connections are
+	// closed at accept (ErrTooManyPending). Default 64.
 	MaxPendingHandshakes int
+	// MaxPendingPerSource bounds the pending connections of one source (an
+	// IPv4 address, or an IPv6 /64); past it that source's new
+	// connections are closed at accept (ErrTooManyFromSource), so one
+	// stranger cannot take every slot. Default 16; more than
+	// MaxPendingHandshakes is lowered to it.
+	MaxPendingPerSource int
+	// ReservedForKnown is how many of MaxPendingHandshakes only sources
+	// that completed a handshake on this listener before may take: a
+	// flood of strangers from many addresses leaves them free for known
+	// peers that reconnect. Default (0) MaxPendingHandshakes/4; negative
+	// reserves none; it must be less than MaxPendingHandshakes.
+	ReservedForKnown int
+	// FirstByteTimeout closes an accepted connection that sends nothing at
+	// all within it of its accept (ErrNoGreeting): a peer sends its
+	// greeting (or TLS ClientHello) as soon as it connects. Default 1s;
+	// more than HandshakeTimeout is lowered to it.
+	FirstByteTimeout time.Duration
+	// AwaitAuth keeps each accepted connection pending (counted by the
+	// caps above) until the socket's owner reports its application
+	// handshake authenticated (Inbound.Authenticated), not only until its
+	// ZMTP READY: a stranger that speaks ZMTP but cannot authenticate
+	// holds a pending slot, not a free connection. Requires Inbound.
+	AwaitAuth bool
+	// AuthTimeout, with AwaitAuth, closes an accepted connection that is
+	// not authenticated within it of its accept (ErrNotAuthenticated).
+	// Default (0) 3×HandshakeTimeout: the ZMTP handshake, the silence
+	// before the first message (SpeakFirst) and the owner's own
+	// handshake, each bounded by HandshakeTimeout.
+	AuthTimeout time.Duration
 	// OnConnClosed, optional, is called exactly once per connection that
 	// closed, whatever side closed it and why. It runs on the goroutine that
 	// noticed the close and must not block.
@@ -59,7 +89,9 @@ type ConnEvent struct {
 	Reason   error  // why; ErrClosedLocally, io.EOF, or a guard error
 }
 
-// DefaultConfig returns the defaults documented on Config.
+// DefaultConfig returns the defaults documented on Config. The fields
+// derived from others (ReservedForKnown, AuthTimeout) are left zero: they
+// follow the fields they derive from.
 func DefaultConfig() Config {
 	return Config{
 		HandshakeTimeout:     2 * time.Second,
@@ -68,6 +100,8 @@ func DefaultConfig() Config {
 		ReadBufferSize:       64 << 10,
 		WriteBufferSize:      64 << 10,
 		MaxPendingHandshakes: 64,
+		MaxPendingPerSource:  16,
+		FirstByteTimeout:     time.Second,
 	}
 }
 
@@ -91,6 +125,23 @@ func (c Config) withDefaults() Config {
 	if c.MaxPendingHandshakes == 0 {
 		c.MaxPendingHandshakes = d.MaxPendingHandshakes
 	}
+	if c.MaxPendingPerSource == 0 {
+		c.MaxPendingPerSource = d.MaxPendingPerSource
+	}
+	c.MaxPendingPerSource = min(c.MaxPendingPerSource, c.MaxPendingHandshakes)
+	switch {
+	case c.ReservedForKnown == 0:
+		c.ReservedForKnown = c.MaxPendingHandshakes / 4
+	case c.ReservedForKnown < 0:
+		c.ReservedForKnown = 0
+	}
+	if c.FirstByteTimeout == 0 {
+		c.FirstByteTimeout = d.FirstByteTimeout
+	}
+	c.FirstByteTimeout = min(c.FirstByteTimeout, c.HandshakeTimeout)
+	if c.AuthTimeout == 0 {
+		c.AuthTimeout = 3 * c.HandshakeTimeout
+	}
 	return c
 }
 
@@ -106,6 +157,17 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: WriteBufferSize %d", ErrInvalidConfig, c.WriteBufferSize)
 	case c.MaxPendingHandshakes < 0:
 		return fmt.Errorf("%w: MaxPendingHandshakes %d", ErrInvalidConfig, c.MaxPendingHandshakes)
+	case c.MaxPendingPerSource < 0:
+		return fmt.Errorf("%w: MaxPendingPerSource %d", ErrInvalidConfig, c.MaxPendingPerSource)
+	case c.ReservedForKnown >= c.MaxPendingHandshakes:
+		return fmt.Errorf("%w: ReservedForKnown %d (less than MaxPendingHandshakes %d)", ErrInvalidConfig,
+			c.ReservedForKnown, c.MaxPendingHandshakes)
+	case c.FirstByteTimeout < 0:
+		return fmt.Errorf("%w: FirstByteTimeout %v", ErrInvalidConfig, c.FirstByteTimeout)
+	case c.AuthTimeout < 0:
+		return fmt.Errorf("%w: AuthTimeout %v", ErrInvalidConfig, c.AuthTimeout)
+	case c.AwaitAuth && c.Inbound == nil:
+		return fmt.Errorf("%w: AwaitAuth without an Inbound to report authentications", ErrInvalidConfig)
 	}
 	return nil
 }

@@ -2,12 +2,14 @@ package zguard
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"net"
+	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -34,15 +36,26 @@ type conn struct {
 	remote   string
 	deadline time.Time // end of the handshake
 
+	// Accepted conns: the source and pool its pending slot was counted in
+	// (pendingBook), the end of the wait for its first byte, and under
+	// TLS the TCP conn that notices that byte.
+	src       netip.Addr
+	known     bool
+	firstByte time.Time
+	fb        *firstByteConn
+
 	rmu  sync.Mutex // guards br, rp, rerr
 	br   *bufio.Reader
 	rp   frameParser
 	rerr error
 
-	wmu  sync.Mutex // guards bw, wp, werr
+	wmu  sync.Mutex // guards bw, wp, werr, swallow
 	bw   *bufio.Writer
 	wp   frameParser
 	werr error
+	// swallow: what is left of the greeting a listener sent ahead of
+	// zmq4 (sendGreeting); zmq4 writes the same bytes, which are dropped.
+	swallow []byte
 
 	// direct: after the handshake the owner reads messages itself
 	// (readMessage) and zmq4's reader is parked until the conn closes.
@@ -52,11 +65,13 @@ type conn struct {
 	tlsUp         atomic.Bool // the TLS handshake succeeded (or there is no TLS)
 	adopted       atomic.Bool // zmq4 read again after the READY
 	spoke         atomic.Bool // an accepted conn sent a message after its READY
+	authed        atomic.Bool // the owner reported it authenticated (AwaitAuth)
 
 	mu          sync.Mutex // guards the fields below
 	identity    string
 	adoptTimer  *time.Timer // handshakeExpired until the READY, then orphaned
 	silentTimer *time.Timer // accepted conns: silent, until the first message
+	authTimer   *time.Timer // accepted conns with AwaitAuth: authExpired, until authenticated
 	closed      bool
 	closedCh    chan struct{}
 }
@@ -85,7 +100,12 @@ func newConn(tcp net.Conn, tc *tls.Conn, tlsUp bool, cfg Config, ln *listener, s
 	}
 	c.rp.withCapture(handshakeCmdLimit)
 	c.bw = bufio.NewWriterSize(deadlineWriter{c: raw, timeout: cfg.WriteTimeout}, cfg.WriteBufferSize)
-	_ = raw.SetReadDeadline(c.deadline)
+	c.firstByte = c.deadline
+	if ln != nil {
+		// An accepted conn first has FirstByteTimeout to send anything.
+		c.firstByte = start.Add(min(cfg.FirstByteTimeout, cfg.HandshakeTimeout))
+	}
+	_ = raw.SetReadDeadline(c.firstByte)
 	c.tlsUp.Store(tc == nil || tlsUp)
 	// zmq4 drops (without closing) a conn whose Open fails before the
 	// READY too (a greeting it refuses): nobody reads it again, so the read
@@ -198,8 +218,8 @@ func (c *conn) onHandshakeCommand(body []byte) error {
 	c.rp.capture = false
 	c.rp.body = nil
 	_ = c.raw.SetReadDeadline(time.Time{})
-	if c.ln != nil {
-		c.ln.handshakeEnded(c)
+	if c.ln != nil && !c.cfg.AwaitAuth {
+		c.ln.handshakeEnded(c) // else pending until Inbound.Authenticated
 	}
 	// zmq4 drops (without closing) a conn whose Open fails after the READY,
 	// e.g. on incompatible socket types; such a conn is never read again.
@@ -224,6 +244,24 @@ func (c *conn) silent() {
 	if !c.spoke.Load() {
 		c.reject(ErrSilent)
 	}
+}
+
+// authExpired refuses an accepted conn (AwaitAuth) that its owner has not
+// reported authenticated within AuthTimeout of its accept.
+func (c *conn) authExpired() {
+	if !c.authed.Load() {
+		c.reject(ErrNotAuthenticated)
+	}
+}
+
+// authenticate ends the wait for authentication (Inbound.Authenticated).
+func (c *conn) authenticate() {
+	c.authed.Store(true)
+	c.mu.Lock()
+	if c.authTimer != nil {
+		c.authTimer.Stop()
+	}
+	c.mu.Unlock()
 }
 
 // adopt records that zmq4 reads the conn after its handshake.
@@ -275,8 +313,24 @@ func (c *conn) Write(b []byte) (int, error) {
 	if c.werr != nil {
 		return 0, c.werr
 	}
-	return c.writeLocked(b)
+	if len(c.swallow) == 0 {
+		return c.writeLocked(b)
+	}
+	k := min(len(b), len(c.swallow))
+	if !bytes.Equal(b[:k], c.swallow[:k]) {
+		return 0, c.failWrite(errGreetingDiffers)
+	}
+	c.swallow = c.swallow[k:]
+	if k == len(b) {
+		return k, nil
+	}
+	n, err := c.writeLocked(b[k:])
+	return k + n, err
 }
+
+// errGreetingDiffers: zmq4 wrote another greeting than the one a listener
+// sent ahead of it (serverGreeting no longer matches zmq4's).
+var errGreetingDiffers = errors.New("zlink: zmq4's greeting differs from the one sent ahead of it")
 
 // writeLocked is Write with wmu held and no write error yet.
 func (c *conn) writeLocked(b []byte) (int, error) {
@@ -343,6 +397,9 @@ func (c *conn) closeWith(reason error, rejected bool) {
 	}
 	if c.silentTimer != nil {
 		c.silentTimer.Stop()
+	}
+	if c.authTimer != nil {
+		c.authTimer.Stop()
 	}
 	ev := ConnEvent{Identity: c.identity, Remote: c.remote, Reason: reason}
 	c.mu.Unlock()

@@ -20,15 +20,39 @@
 //   - each frame is two unbuffered writes.
 //
 // zguard registers the transport "zgtcp" (Register) whose connections fix
-// these below zmq4: the listener hands zmq4 only connections that have sent
-// their 64-byte greeting; every connection keeps a read deadline until the
-// peer's READY command has been read, and is closed at that deadline when
-// zmq4 stopped reading it before; writes are buffered and flushed per
-// complete ZMTP message with a write deadline, so a stuck peer fails its own
-// connection; reads are buffered and every incoming frame header is checked
-// against Config.MaxFrame before zmq4 sees its length; the handshake READY is
-// validated and its Identity property must be unique among the live
-// connections of one listener.
+// these below zmq4: the listener hands zmq4 only connections whose
+// handshake it can finish without waiting — it has read the peer's
+// greeting, sent the listener's own (the bytes zmq4 then writes are
+// swallowed: the same 64), and read the peer's READY — so zmq4's accept
+// loop never waits on a peer; every connection keeps a read deadline
+// until the peer's READY command has been read, and is closed at that
+// deadline when zmq4 stopped reading it before; writes are buffered and
+// flushed per complete ZMTP message with a write deadline, so a stuck
+// peer fails its own connection; reads are buffered and every incoming
+// frame header is checked against Config.MaxFrame before zmq4 sees its
+// length; the handshake READY is validated and its Identity property must
+// be unique among the live connections of one listener.
+//
+// # Before authentication
+//
+// A listener bounds what a stranger can hold before its handshake has
+// ended (Config):
+//
+//   - a connection that sends nothing is closed at FirstByteTimeout;
+//   - the greeting and READY must arrive within HandshakeTimeout, and
+//     with SpeakFirst the first message within HandshakeTimeout after;
+//   - a connection counts as pending from its accept until its handshake
+//     ended: its READY, or with AwaitAuth until the socket's owner reports
+//     it authenticated (Inbound.Authenticated), at most AuthTimeout;
+//   - pending connections are capped in all (MaxPendingHandshakes), per
+//     source address (MaxPendingPerSource), and for strangers
+//     (MaxPendingHandshakes - ReservedForKnown): the reserve serves only
+//     sources that completed a handshake on the listener before;
+//   - a connection past a cap is closed at accept, before any buffer or
+//     goroutine is spent on it, and reported (OnRejected) with a
+//     *PendingLimitError.
+//
+// The caps are the pure pendingBook; the listener applies its decisions.
 //
 // Direct sends (Inbound.Send, Outbound.Send) bypass zmq4's write side after
 // the handshake: the socket's owner writes one whole ZMTP message on its
@@ -79,7 +103,10 @@
 // direct send writes reaches the peer unchanged (inside TLS when
 // configured), a direct send never starts inside a message zmq4 is
 // writing (ErrMidMessage), and every byte zmq4 or a direct read reads
-// comes from the peer unchanged, or the connection is closed. The two things it writes itself: a plaintext listener answers a TLS ClientHello
+// comes from the peer unchanged, or the connection is closed. A
+// listener writes zmq4's greeting before zmq4 does (byte for byte the
+// same; zmq4's copy is dropped, and a different one fails the
+// connection). The two things it writes of its own: a plaintext listener answers a TLS ClientHello
 // with the 10-byte ZMTP signature before closing, so the TLS side learns
 // at once that it reached a plaintext port; a TLS listener answers a
 // plaintext ZMTP greeting with a TLS alert record before closing, so the

@@ -16,9 +16,22 @@ var (
 	// ErrDuplicateIdentity: the peer's READY announced an identity that is
 	// already live on the same listener.
 	ErrDuplicateIdentity = errors.New("zlink: duplicate zmtp identity")
-	// ErrTooManyPending: Config.MaxPendingHandshakes accepted connections were
-	// already in their handshake.
+	// ErrTooManyPending: a cap on the accepted connections still in their
+	// handshake was reached (Config.MaxPendingHandshakes, its part left to
+	// strangers, or Config.MaxPendingPerSource). The reason is a
+	// *PendingLimitError.
 	ErrTooManyPending = errors.New("zlink: too many pending zmtp handshakes")
+	// ErrTooManyFromSource: Config.MaxPendingPerSource connections of the
+	// same source were already in their handshake (it matches
+	// ErrTooManyPending too).
+	ErrTooManyFromSource = errors.New("zlink: too many pending zmtp handshakes from one source")
+	// ErrNoGreeting: an accepted connection sent nothing at all within
+	// Config.FirstByteTimeout (it matches ErrHandshakeTimeout too).
+	ErrNoGreeting = fmt.Errorf("%w: nothing sent after connecting", ErrHandshakeTimeout)
+	// ErrNotAuthenticated: with Config.AwaitAuth, an accepted connection
+	// was not reported authenticated within Config.AuthTimeout of its
+	// accept.
+	ErrNotAuthenticated = errors.New("zlink: connection not authenticated in time")
 	// ErrWriteTimeout: a write made no progress for Config.WriteTimeout.
 	ErrWriteTimeout = errors.New("zlink: zmtp write timeout")
 	// ErrBadGreeting: the peer's 64-byte greeting has no ZMTP signature.

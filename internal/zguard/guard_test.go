@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,14 +37,35 @@ func TestEndpoint(t *testing.T) {
 
 func TestConfigValidate(t *testing.T) {
 	cfg := Config{}.withDefaults()
-	if fmt.Sprint(cfg) != fmt.Sprint(DefaultConfig()) {
+	if fmt.Sprint(cfg) != fmt.Sprint(DefaultConfig().withDefaults()) {
 		t.Fatalf("zero config with defaults = %+v", cfg)
+	}
+	// The derived fields follow what they derive from.
+	if cfg.ReservedForKnown != 16 || cfg.AuthTimeout != 6*time.Second {
+		t.Fatalf("derived defaults: ReservedForKnown %d AuthTimeout %v", cfg.ReservedForKnown, cfg.AuthTimeout)
+	}
+	small := Config{HandshakeTimeout: 300 * time.Millisecond, MaxPendingHandshakes: 2}.withDefaults()
+	if small.FirstByteTimeout != 300*time.Millisecond || small.MaxPendingPerSource != 2 || small.ReservedForKnown != 0 ||
+		small.AuthTimeout != 900*time.Millisecond {
+		t.Fatalf("defaults under a short handshake and 2 pending: %+v", small)
+	}
+	for name, mut := range map[string]func(*Config){
+		"ReadBufferSize":      func(c *Config) { c.ReadBufferSize = 16 },
+		"MaxPendingPerSource": func(c *Config) { c.MaxPendingPerSource = -1 },
+		"ReservedForKnown":    func(c *Config) { c.ReservedForKnown = 64 },
+		"FirstByteTimeout":    func(c *Config) { c.FirstByteTimeout = -1 },
+		"AuthTimeout":         func(c *Config) { c.AuthTimeout = -1 },
+		"AwaitAuth":           func(c *Config) { c.AwaitAuth = true },
+	} {
+		bad := DefaultConfig()
+		mut(&bad)
+		if _, err := configFrom(WithConfig(context.Background(), bad)); !errors.Is(err, ErrInvalidConfig) ||
+			!strings.Contains(err.Error(), name) {
+			t.Errorf("%s: err = %v", name, err)
+		}
 	}
 	bad := DefaultConfig()
 	bad.ReadBufferSize = 16
-	if _, err := configFrom(WithConfig(context.Background(), bad)); !errors.Is(err, ErrInvalidConfig) {
-		t.Fatalf("err = %v", err)
-	}
 	Register()
 	r := zmq4.NewRouter(WithConfig(context.Background(), bad), zmq4.WithLogger(discardLogger()))
 	defer r.Close()
@@ -57,6 +79,7 @@ func TestSilentConnStallsNoAccept(t *testing.T) {
 	rec := newRecorder()
 	cfg := rec.install(DefaultConfig())
 	cfg.HandshakeTimeout = 10 * time.Second
+	cfg.FirstByteTimeout = 10 * time.Second // silent for the whole test
 	router, addr := newRouter(t, cfg)
 	defer router.Close()
 

@@ -12,6 +12,7 @@ func TestMaxPendingHandshakes(t *testing.T) {
 	rec := newRecorder()
 	cfg := rec.install(DefaultConfig())
 	cfg.HandshakeTimeout = 10 * time.Second
+	cfg.FirstByteTimeout = 10 * time.Second // the pending conns stay silent
 	cfg.MaxPendingHandshakes = 2
 	router, addr := newRouter(t, cfg)
 	defer router.Close()
@@ -51,6 +52,7 @@ func TestListenerClosesPendingConns(t *testing.T) {
 			rec := newRecorder()
 			cfg := rec.install(DefaultConfig())
 			cfg.HandshakeTimeout = 10 * time.Second
+			cfg.FirstByteTimeout = 10 * time.Second // the silent conn waits for Close
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			l, err := listen(ctx, "127.0.0.1:0", cfg)
@@ -62,6 +64,7 @@ func TestListenerClosesPendingConns(t *testing.T) {
 			silent := dialRaw(t, l.Addr().String())
 			greeter := dialRaw(t, l.Addr().String())
 			greeter.write(t, greetingBytes())
+			greeter.write(t, frameBytes(flagCommand, readyBody(prop("Socket-Type", "DEALER"), prop("Identity", "g"))))
 			var handed net.Conn
 			within(t, "accept the greeter", func() error {
 				handed, err = l.Accept()

@@ -3,9 +3,13 @@ package zguard
 import (
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"net"
+	"net/netip"
+	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -13,8 +17,16 @@ import (
 const acceptBackoff = 50 * time.Millisecond
 
 // listener is the net.Listener zmq4 gets. Its own accept loop takes every
-// TCP connection, reads the peer's greeting in a per-conn goroutine under
-// the handshake deadline, and only then hands the conn to zmq4's Accept.
+// TCP connection, admits it against the pending caps (pendingBook) or
+// closes it at once, and runs its pre-handshake in a per-conn goroutine
+// under the deadlines: the first byte within FirstByteTimeout, then the
+// peer's greeting; our greeting goes out, and the peer's READY is read
+// ahead. Only then is the conn handed to zmq4's Accept, whose accept loop
+// runs the ZMTP handshake inline: with every byte it reads already
+// buffered, no peer can stall it.
+//
+// A conn stays pending from its accept until its handshake has ended:
+// its READY, or with Config.AwaitAuth the owner's Inbound.Authenticated.
 //
 // Locks: conn.rmu → listener.mu (claim runs inside conn.Read). listener.mu
 // is a leaf: it is never held while a conn lock is taken, nor while a conn
@@ -30,7 +42,8 @@ type listener struct {
 
 	mu      sync.Mutex
 	closed  bool
-	pending map[*conn]struct{} // accepted, READY not yet read
+	book    *pendingBook
+	pending map[*conn]struct{} // admitted by book, handshake not ended
 	live    map[string]*conn   // identity → conn that announced it
 }
 
@@ -42,10 +55,12 @@ func listen(ctx context.Context, addr string, cfg Config) (*listener, error) {
 		return nil, err
 	}
 	l := &listener{
-		raw:     raw,
-		cfg:     cfg,
-		ready:   make(chan *conn),
-		done:    make(chan struct{}),
+		raw:   raw,
+		cfg:   cfg,
+		ready: make(chan *conn),
+		done:  make(chan struct{}),
+		book: newPendingBook(pendingLimits{max: cfg.MaxPendingHandshakes, perSource: cfg.MaxPendingPerSource,
+			reserved: cfg.ReservedForKnown}),
 		pending: make(map[*conn]struct{}),
 		live:    make(map[string]*conn),
 	}
@@ -75,44 +90,93 @@ func (l *listener) acceptLoop() {
 				return
 			}
 		}
-		var tc *tls.Conn
-		if l.cfg.TLS != nil {
-			tc = tls.Server(raw, l.cfg.TLS.server)
-		}
-		c := newConn(raw, tc, false, l.cfg, l, time.Now())
-		c.direct = l.cfg.Inbound != nil && l.cfg.Inbound.msgs != nil
-		if err := l.admit(c); err != nil {
-			c.reject(err)
-			continue
-		}
-		l.wg.Add(1)
-		go l.greet(c)
+		l.accepted(raw, time.Now())
 	}
 }
 
-// admit counts c as pending, or says why not.
-func (l *listener) admit(c *conn) error {
+// accepted admits raw or refuses it, and starts the pre-handshake of an
+// admitted conn. A refused conn costs no buffers and no goroutine.
+func (l *listener) accepted(raw net.Conn, now time.Time) {
+	src := sourceOf(raw.RemoteAddr())
+	known, err := l.admit(src)
+	if err != nil {
+		l.refuse(raw, err)
+		return
+	}
+	var (
+		tc *tls.Conn
+		fb *firstByteConn
+	)
+	if l.cfg.TLS != nil {
+		fb = &firstByteConn{Conn: raw, deadline: now.Add(l.cfg.HandshakeTimeout)}
+		tc = tls.Server(fb, l.cfg.TLS.server)
+	}
+	c := newConn(raw, tc, false, l.cfg, l, now)
+	c.src, c.known, c.fb = src, known, fb
+	c.direct = l.cfg.Inbound != nil && l.cfg.Inbound.msgs != nil
+	if !l.track(c) {
+		c.closeWith(ErrClosedLocally, false)
+		return
+	}
+	if l.cfg.AwaitAuth {
+		c.mu.Lock()
+		if !c.closed {
+			c.authTimer = time.AfterFunc(time.Until(now.Add(l.cfg.AuthTimeout)), c.authExpired)
+		}
+		c.mu.Unlock()
+	}
+	l.wg.Add(1)
+	go l.greet(c)
+}
+
+// admit takes a pending slot for a conn from src, or says why not.
+func (l *listener) admit(src netip.Addr) (known bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	switch {
-	case l.closed:
-		return ErrClosedLocally
-	case len(l.pending) >= l.cfg.MaxPendingHandshakes:
-		return ErrTooManyPending
+	if l.closed {
+		return false, ErrClosedLocally
 	}
-	l.pending[c] = struct{}{}
-	return nil
+	return l.book.admit(src)
 }
 
-// greet runs c's TLS handshake (with TLS), waits for its greeting, keeping
-// it buffered for zmq4, then hands c to Accept.
+// track records the admitted conn c as pending; false (and its slot freed)
+// when the listener closed meanwhile.
+func (l *listener) track(c *conn) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		l.book.release(c.src, c.known)
+		return false
+	}
+	l.pending[c] = struct{}{}
+	return true
+}
+
+// refuse closes a conn that admit refused and reports it.
+func (l *listener) refuse(raw net.Conn, reason error) {
+	_ = raw.Close()
+	ev := ConnEvent{Remote: raw.RemoteAddr().String(), Reason: reason}
+	if l.cfg.OnRejected != nil {
+		l.cfg.OnRejected(ev)
+	}
+	if l.cfg.OnConnClosed != nil {
+		l.cfg.OnConnClosed(ev)
+	}
+}
+
+// greet runs c's pre-handshake: the TLS handshake (with TLS), the peer's
+// greeting, ours, and the peer's READY read ahead; then it hands c to
+// Accept.
 func (l *listener) greet(c *conn) {
 	defer l.wg.Done()
 	if c.tc != nil {
-		// Bounded by the handshake deadline on the TCP conn; closing c
-		// (listener Close) ends it at once.
-		err := handshakeTLS(context.Background(), c.tc, c.tcp, c.deadline)
+		// Bounded by the deadlines on the TCP conn (the first byte's, then
+		// the handshake's); closing c (listener Close) ends it at once.
+		err := handshakeTLS(context.Background(), c.tc, c.tcp, c.firstByte)
 		if err != nil {
+			if errors.Is(err, ErrHandshakeTimeout) && !c.fb.got.Load() {
+				err = ErrNoGreeting
+			}
 			if errors.Is(err, ErrTLSPlaintext) {
 				// Tell a plaintext dialer at once that this port needs TLS.
 				_, _ = c.tcp.Write(tlsAlert)
@@ -123,6 +187,13 @@ func (l *listener) greet(c *conn) {
 		c.tlsUp.Store(true)
 	}
 	g, err := c.br.Peek(1)
+	if c.tc == nil {
+		if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+			c.reject(ErrNoGreeting)
+			return
+		}
+		_ = c.tcp.SetReadDeadline(c.deadline)
+	}
 	if err == nil && c.tc == nil && looksLikeTLS(g) {
 		l.refuseTLS(c)
 		return
@@ -136,8 +207,17 @@ func (l *listener) greet(c *conn) {
 		_ = c.failRead(err, false)
 		c.rmu.Unlock()
 		return
-	case !validGreeting(g):
+	case !validGreeting(g) || !nullGreeting(g):
 		c.reject(ErrBadGreeting)
+		return
+	}
+	if err := c.sendGreeting(); err != nil {
+		return // failWrite closed c
+	}
+	if err := c.readAheadReady(); err != nil {
+		c.rmu.Lock()
+		_ = c.failRead(err, false)
+		c.rmu.Unlock()
 		return
 	}
 	t := time.NewTimer(time.Until(c.deadline))
@@ -206,17 +286,25 @@ func (l *listener) claim(identity string, c *conn) error {
 	return nil
 }
 
-// handshakeEnded frees c's pending slot.
+// handshakeEnded frees c's pending slot, once, and remembers its source
+// as one that completed a handshake.
 func (l *listener) handshakeEnded(c *conn) {
 	l.mu.Lock()
-	delete(l.pending, c)
+	if _, ok := l.pending[c]; ok {
+		delete(l.pending, c)
+		l.book.release(c.src, c.known)
+		l.book.learn(c.src)
+	}
 	l.mu.Unlock()
 }
 
 // forget drops every trace of the closed conn c.
 func (l *listener) forget(c *conn, identity string) {
 	l.mu.Lock()
-	delete(l.pending, c)
+	if _, ok := l.pending[c]; ok {
+		delete(l.pending, c)
+		l.book.release(c.src, c.known)
+	}
 	if identity != "" && l.live[identity] == c {
 		delete(l.live, identity)
 	}
@@ -242,6 +330,29 @@ func (in *Inbound) add(l *listener) {
 	in.mu.Unlock()
 }
 
+// Authenticated tells the listeners that the inbound connection that
+// announced identity has authenticated (the owner's own handshake above
+// ZMTP succeeded): with Config.AwaitAuth it stops counting as pending
+// and its source becomes known (see Config.ReservedForKnown). It reports
+// whether such a connection was found. Safe for concurrent use; it does
+// not block.
+func (in *Inbound) Authenticated(identity string) bool {
+	in.mu.Lock()
+	ls := in.ls
+	in.mu.Unlock()
+	for _, l := range ls {
+		l.mu.Lock()
+		c := l.live[identity]
+		l.mu.Unlock()
+		if c != nil {
+			c.authenticate()
+			l.handshakeEnded(c)
+			return true
+		}
+	}
+	return false
+}
+
 // Disconnect closes the inbound connection that announced identity, after
 // what was written to it (a refusal) has gone out. It reports whether one
 // was found.
@@ -259,4 +370,93 @@ func (in *Inbound) Disconnect(identity string) bool {
 		}
 	}
 	return false
+}
+
+// firstByteConn is the TCP conn under a listener's TLS: until the first
+// byte arrives the conn's deadline is the first byte's (FirstByteTimeout);
+// the first byte read moves it to the handshake's.
+type firstByteConn struct {
+	net.Conn
+	deadline time.Time // the handshake's deadline
+	got      atomic.Bool
+}
+
+func (f *firstByteConn) Read(b []byte) (int, error) {
+	n, err := f.Conn.Read(b)
+	if n > 0 && !f.got.Load() {
+		f.got.Store(true)
+		_ = f.Conn.SetDeadline(f.deadline)
+	}
+	return n, err
+}
+
+// serverGreeting is the greeting a listener sends for zmq4 (ZMTP 3.0,
+// NULL, not as-server): byte for byte the one zmq4 then writes itself,
+// which the conn swallows (conn.swallow).
+var serverGreeting = func() []byte {
+	g := make([]byte, greetingLen)
+	g[0], g[sigFooterAt], g[10] = sigHeader, sigFooter, 3
+	copy(g[12:32], "NULL")
+	return g
+}()
+
+// nullGreeting reports whether greeting g (64 bytes) is ZMTP 3 or later
+// with the NULL mechanism: the only one zmq4 accepts here (it drops any
+// other without closing the conn).
+func nullGreeting(g []byte) bool {
+	mech := g[12:32]
+	return g[10] >= 3 && string(mech[:4]) == "NULL" && allZero(mech[4:])
+}
+
+func allZero(b []byte) bool {
+	for _, x := range b {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// sendGreeting writes serverGreeting ahead of zmq4, which then writes the
+// same bytes (swallowed). The peer sends its READY only after our greeting.
+func (c *conn) sendGreeting() error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.werr != nil {
+		return c.werr
+	}
+	if _, err := c.writeLocked(serverGreeting); err != nil {
+		return err
+	}
+	c.swallow = serverGreeting
+	return nil
+}
+
+// readAheadReady waits until the peer's first command (its READY) is
+// buffered whole, under the handshake deadline, so zmq4's handshake finds
+// every byte it reads already there. A first frame that is no command, or
+// is larger than the limit or the buffer, is left to the frame checks of
+// Read.
+func (c *conn) readAheadReady() error {
+	h, err := c.br.Peek(greetingLen + 1)
+	if err != nil {
+		return err
+	}
+	flags := h[greetingLen]
+	hl := headerLen(flags)
+	if h, err = c.br.Peek(greetingLen + hl); err != nil {
+		return err
+	}
+	if flags&flagCommand == 0 {
+		return nil
+	}
+	size := uint64(h[greetingLen+1])
+	if hl == maxHeaderLen {
+		size = binary.BigEndian.Uint64(h[greetingLen+1:])
+	}
+	if size > handshakeCmdLimit || uint64(greetingLen+hl)+size > uint64(c.br.Size()) {
+		return nil
+	}
+	_, err = c.br.Peek(greetingLen + hl + int(size))
+	return err
 }

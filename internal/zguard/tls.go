@@ -60,10 +60,13 @@ func NewTLS(c TLSConfig) (*TLS, error) {
 	cert.Leaf = leaf
 	t := &TLS{identity: CertIdentity(leaf)}
 	t.server = &tls.Config{
-		MinVersion:             tls.VersionTLS13,
-		Certificates:           []tls.Certificate{cert},
-		ClientAuth:             tls.RequireAnyClientCert, // verified by VerifyConnection
-		SessionTicketsDisabled: true,                     // every connection proves its certificate
+		MinVersion:   tls.VersionTLS13,
+		Certificates: []tls.Certificate{cert},
+		// Asked, not required by crypto/tls: a client without one is refused
+		// by VerifyConnection, as untrusted (crypto/tls's own refusal is an
+		// untyped error).
+		ClientAuth:             tls.RequestClientCert,
+		SessionTicketsDisabled: true, // every connection proves its certificate
 		VerifyConnection:       verifyPeer(c.Roots, c.PeerIdentity, x509.ExtKeyUsageClientAuth),
 	}
 	t.client = &tls.Config{

@@ -162,6 +162,9 @@ func testSpotState(t *testing.T, s location.Store, _ func(time.Duration)) {
 	if _, err := s.GetSpotState(ctx, "game", "player", "st-1"); !errors.Is(err, location.ErrNotFound) {
 		t.Fatalf("no state yet: %v", err)
 	}
+	if _, err := s.SpotStateEpoch(ctx, "game", "player", "st-1"); !errors.Is(err, location.ErrNotFound) {
+		t.Fatalf("no state epoch yet: %v", err)
+	}
 	a := sp
 	a.OwnerRID, a.OwnerGeneration, a.Epoch = "a", 1, 1
 	if err := s.PutSpotState(ctx, a, location.SpotState{Data: []byte("x"), Version: 1, Epoch: 1}); !errors.Is(err, location.ErrFenced) {
@@ -198,6 +201,12 @@ func testSpotState(t *testing.T, s location.Store, _ func(time.Duration)) {
 	}
 	if got, _ := s.GetSpotState(ctx, "game", "player", "st-1"); string(got.Data) != "b" || got.Epoch != 2 {
 		t.Fatalf("state %+v, want b's", got)
+	}
+	if e, err := s.SpotStateEpoch(ctx, "game", "player", "st-1"); err != nil || e != 2 {
+		t.Fatalf("state epoch %d %v, want b's 2", e, err)
+	}
+	if _, err := s.SpotStateEpoch(ctx, "game", "", "st-1"); !errors.Is(err, location.ErrInvalid) {
+		t.Fatalf("state epoch of an invalid spot: %v", err)
 	}
 	// Released: nobody owns it, nobody writes; the state stays.
 	requireNoErr(t, s.ReleaseSpot(ctx, b))

@@ -7,6 +7,7 @@
 package counter
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -26,15 +27,33 @@ type State struct{ N int64 }
 func Kind() *spot.Kind[State] {
 	return spot.NewKind(KindName, func(string) *State { return &State{} }).
 		Persist(spot.Persistence{Version: 1, Every: 10, Interval: time.Second}).
-		OnRaw("add", func(_ *spot.Context, s *State, p []byte) ([]byte, error) {
-			n, err := strconv.ParseInt(string(p), 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("add: want a decimal integer, got %.32q", p)
-			}
-			s.N += n
-			return strconv.AppendInt(nil, s.N, 10), nil
-		}).
+		OnRaw("add", func(_ *spot.Context, s *State, p []byte) ([]byte, error) { return s.add(p) }).
 		OnRaw("get", func(_ *spot.Context, s *State, _ []byte) ([]byte, error) {
 			return strconv.AppendInt(nil, s.N, 10), nil
 		})
+}
+
+// Errors of the counter's packets. A caller on another node receives them
+// as the handler's error (ErrHandler) with this message.
+var (
+	// ErrBadNumber: the payload of "add" is not a decimal int64.
+	ErrBadNumber = errors.New("zlink: counter: want a decimal integer")
+	// ErrOverflow: "add" would take the counter past the int64 range; the
+	// counter is left as it was.
+	ErrOverflow = errors.New("zlink: counter: the sum overflows int64")
+)
+
+// add adds the decimal p to the counter and returns the new value as
+// decimal text; it refuses a sum outside the int64 range.
+func (s *State) add(p []byte) ([]byte, error) {
+	n, err := strconv.ParseInt(string(p), 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("add: %w, got %.32q", ErrBadNumber, p)
+	}
+	sum := s.N + n
+	if (n > 0 && sum < s.N) || (n < 0 && sum > s.N) {
+		return nil, fmt.Errorf("add %d to %d: %w", n, s.N, ErrOverflow)
+	}
+	s.N = sum
+	return strconv.AppendInt(nil, s.N, 10), nil
 }

@@ -29,6 +29,11 @@ type Events struct {
 	// its identity is already connected is not reported: it is not the
 	// live pipe closing.
 	OnClosed func(identity string, reason error)
+	// OnRefused, optional, is called once for each inbound connection the
+	// listener's guards refused (caps on connections in their handshake,
+	// handshake deadlines, malformed handshakes, TLS), with the peer's
+	// host:port. It runs on a transport goroutine and must not block.
+	OnRefused func(remote string, reason error)
 }
 
 // Listener is a bound endpoint shared by every inbound pipe.
@@ -54,6 +59,12 @@ type Listener interface {
 	// sent to it has gone out (a refused or lost pipe's connection, which
 	// the peer would otherwise keep open). Unknown identities are ignored.
 	Disconnect(identity string)
+	// Authenticated reports that the inbound connection of identity
+	// passed the node's handshake: until then it counts against the
+	// listener's caps on connections still in their handshake (a
+	// stranger that never authenticates holds a bounded, expiring slot).
+	// Unknown identities are ignored. It does not block.
+	Authenticated(identity string)
 	// Close unbinds the endpoint and closes every inbound connection.
 	Close() error
 }

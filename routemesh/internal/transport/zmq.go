@@ -77,6 +77,9 @@ func (t *ZMQ) Listen(endpoint string, ev Events) (Listener, error) {
 	// A router's dialers always speak first (a Hello): one that says
 	// nothing after its READY is refused, and the owner can close one.
 	g.SpeakFirst, g.Inbound = true, &zguard.Inbound{}
+	// Each connection counts as pending until the node's handshake has
+	// authenticated it (zmqListener.Authenticated).
+	g.AwaitAuth = true
 	g.Inbound.ReadDirect(inboundQueue)
 	if on := ev.OnClosed; on != nil {
 		g.OnConnClosed = func(ce zguard.ConnEvent) {
@@ -85,6 +88,15 @@ func (t *ZMQ) Listen(endpoint string, ev Events) (Listener, error) {
 			if ce.Identity != "" && !errors.Is(ce.Reason, zguard.ErrDuplicateIdentity) {
 				on(ce.Identity, ce.Reason)
 			}
+		}
+	}
+	if on := ev.OnRefused; on != nil {
+		prev := g.OnRejected
+		g.OnRejected = func(ce zguard.ConnEvent) {
+			if prev != nil {
+				prev(ce)
+			}
+			on(ce.Remote, ce.Reason)
 		}
 	}
 	if on := t.cfg.OnTLSRefused; on != nil {
@@ -142,6 +154,8 @@ type zmqListener struct {
 }
 
 func (l *zmqListener) Disconnect(identity string) { l.inbound.Disconnect(identity) }
+
+func (l *zmqListener) Authenticated(identity string) { l.inbound.Authenticated(identity) }
 
 func (l *zmqListener) Addr() net.Addr { return l.s.Addr() }
 

@@ -199,6 +199,10 @@ func (l *listener) Send(identity, frame []byte) error {
 // closed.
 func (l *listener) Disconnect(string) {}
 
+// Authenticated does nothing: memnet keeps no caps on connections in
+// their handshake.
+func (l *listener) Authenticated(string) {}
+
 // Close unbinds the endpoint; every connection to it is reset.
 func (l *listener) Close() error {
 	l.net.mu.Lock()

@@ -1,0 +1,121 @@
+package zguard
+
+import (
+	"fmt"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zlink-go/zlink/internal/zguard/tlstest"
+)
+
+// FuzzListenerPreHandshake drives a guarded listener's pre-handshake path
+// with arbitrary bytes and connection timings: the bytes go out in chunks
+// with pauses (cuts: one byte per chunk, its low 5 bits the chunk's size,
+// its high 3 bits the pause before it in 5 ms steps), and the client then
+// closes, half-closes, or waits for the listener. Whatever it does, its
+// connection ends with a typed reason, and its pending slot is freed: the
+// listener has one slot in all, and a real peer from the same source
+// connects next. The seeds run in plain go test; run longer with
+// go test -run '^$' -fuzz '^FuzzListenerPreHandshake$' -fuzztime 60s ./internal/zguard/
+func FuzzListenerPreHandshake(f *testing.F) {
+	g := greetingBytes()
+	ready := readyFrame("fz")
+	for _, s := range []struct {
+		data   []byte
+		cuts   []byte
+		ending uint8
+	}{
+		{nil, nil, 2},                                                  // silent: the first-byte timeout
+		{g[:1], nil, 2},                                                // one byte, then silent
+		{g, []byte{0xe0 | 9, 31}, 2},                                   // a greeting in two paced chunks
+		{cat(g, ready), []byte{31, 0x40 | 31}, 0},                      // greeting, pause, READY, close
+		{cat(g, ready), nil, 2},                                        // a whole handshake, left to zmq4
+		{cat(g, longHeader(flagCommand, 1<<40)), nil, 1},               // a huge command, half-closed
+		{[]byte{0x16, 0x03, 0x01, 0x00, 0x05}, []byte{2, 0x60 | 3}, 2}, // a stalled ClientHello
+	} {
+		f.Add(s.data, s.cuts, s.ending, false)
+		f.Add(s.data, s.cuts, s.ending, true)
+	}
+	ca := tlstest.NewCA(f, "mesh CA")
+	type side struct {
+		addr   string
+		rec    *recorder
+		dealer Config
+		router interface{ Close() error }
+	}
+	sides := map[bool]*side{}
+	for _, tlsOn := range []bool{false, true} {
+		rec := newRecorder()
+		scfg, dcfg := rec.install(DefaultConfig()), DefaultConfig()
+		if tlsOn {
+			scfg, rec = tlsFor(f, ca.Pool(), ca.Issue(f, meshID).TLS, meshID)
+			dcfg, _ = tlsFor(f, ca.Pool(), ca.Issue(f, meshID).TLS, meshID)
+		}
+		// Short enough for many runs a second, long enough that the real
+		// peer's TLS ClientHello beats the first-byte timeout on a loaded
+		// machine.
+		scfg.HandshakeTimeout = 600 * time.Millisecond
+		scfg.FirstByteTimeout = 300 * time.Millisecond
+		scfg.MaxPendingHandshakes, scfg.ReservedForKnown = 1, -1
+		router, addr := newRouter(f, scfg)
+		f.Cleanup(func() { _ = router.Close() })
+		sides[tlsOn] = &side{addr: addr, rec: rec, dealer: dcfg, router: router}
+	}
+	var seq atomic.Uint64
+	f.Fuzz(func(t *testing.T, data, cuts []byte, ending uint8, tlsOn bool) {
+		if len(data) > 1<<16 || len(cuts) > 64 {
+			return
+		}
+		s := sides[tlsOn]
+		c, err := net.DialTimeout("tcp", s.addr, waitDeadline)
+		if err != nil {
+			t.Fatalf("dial: %v", err)
+		}
+		defer c.Close()
+		local := c.LocalAddr().String()
+		rest := data
+		for _, cut := range cuts {
+			if len(rest) == 0 {
+				break
+			}
+			time.Sleep(time.Duration(cut>>5) * 5 * time.Millisecond) // the timing under test
+			n := min(int(cut&31)+1, len(rest))
+			if _, err := c.Write(rest[:n]); err != nil {
+				break // the listener may refuse before reading it all
+			}
+			rest = rest[n:]
+		}
+		if len(rest) > 0 {
+			_, _ = c.Write(rest)
+		}
+		switch ending % 3 {
+		case 0:
+			_ = c.Close()
+		case 1:
+			_ = c.(*net.TCPConn).CloseWrite()
+		default: // wait for the listener; a handshake it completed stays open
+			_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+			_, _ = c.Read(make([]byte, 1<<16))
+			_ = c.Close()
+		}
+		var reason error
+		s.rec.waitFor(t, "the close of "+local, func(closed, _ []ConnEvent) bool {
+			for _, ev := range closed {
+				if ev.Remote == local {
+					reason = ev.Reason
+					return true
+				}
+			}
+			return false
+		})
+		if !typedClose(reason) {
+			t.Fatalf("%q (cuts %v, ending %d, TLS %v) closed with an untyped reason: %v", data, cuts, ending, tlsOn, reason)
+		}
+		// Its slot is free: a real peer from the same source gets the only one.
+		id := fmt.Sprintf("good-%d", seq.Add(1))
+		d := newDealer(t, s.dealer, id, s.addr)
+		_ = d.Close()
+	})
+}
