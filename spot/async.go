@@ -220,7 +220,9 @@ func (a *spotActor) reply(c actor.Context, r *Reply) {
 		ctx, sp = rt.startReplyTurn(ctx, tt.parent, a)
 	}
 	t := a.enter()
-	reg.onReply(a.context(ctx, r.From, nil, t), a.state, r)
+	hc := a.context(ctx, r.From, nil, t)
+	hc.Source = SourceReply
+	reg.onReply(hc, a.state, r)
 	a.leave(c, t)
 	endTurn(sp, nil)
 	cancel()

@@ -37,6 +37,11 @@ type activation struct {
 	waiting []uint64
 
 	re reentry // reentrant kinds: the turn stack and what waits for it
+
+	// timers are the Spot's timers, touched only by its turns (one at a
+	// time) and, before the first turn of an adopted activation, by the
+	// message that restores them; the node's clock keeps their schedule.
+	timers map[string]*timerData
 }
 
 func (a *activation) touch(now time.Time) { a.lastUsed.Store(now.UnixNano()) }

@@ -45,6 +45,7 @@ type kindReg struct {
 	assign       func(dst, src any) // *dst = *src for the kind's state type (persistent kinds)
 	idle         time.Duration
 	reentrant    bool
+	timerUse     bool // a timer turn counts as use for idle deactivation
 	maxMessages  int64
 	maxBytes     int64
 	err          error
@@ -190,6 +191,14 @@ func (k *Kind[S]) SetReentrant() *Kind[S] {
 	return k
 }
 
+// SetTimersKeepActive makes a timer's firing count as use of the Spot, so
+// a Spot with a repeating timer is never deactivated for idleness. By
+// default only messages count: an idle Spot's timers stop with it.
+func (k *Kind[S]) SetTimersKeepActive() *Kind[S] {
+	k.reg.timerUse = true
+	return k
+}
+
 // SetMailbox bounds each Spot's mailbox (messages ≥ 1, bytes ≥ 1 KiB).
 func (k *Kind[S]) SetMailbox(messages int, bytes int64) *Kind[S] {
 	if messages < 1 || bytes < 1024 {
@@ -211,8 +220,11 @@ type Context struct {
 	// Epoch is the activation's ownership epoch (it grows with every new
 	// owner).
 	Epoch uint64
-	// From is the calling node's RID ("" in hooks).
+	// From is the calling node's RID ("" in hooks and timer turns).
 	From string
+	// Source says what started the turn: SourceRequest, SourceSend,
+	// SourceReply or SourceTimer ("" in the activation hooks).
+	Source string
 	// Node is the MeshNode hosting the Spot.
 	Node *routemesh.Node
 
@@ -222,6 +234,14 @@ type Context struct {
 	chain []link // the chain this turn was called with
 	turn  uint64 // the turn in a reentrant kind's turn stack (0: other kinds)
 }
+
+// What started a turn (Context.Source).
+const (
+	SourceRequest = "request"
+	SourceSend    = "send"
+	SourceReply   = "reply"
+	SourceTimer   = "timer"
+)
 
 type chainKey struct{}
 

@@ -41,6 +41,7 @@ type entry struct {
 	// runs; to is where a moved Spot went; since bounds how long a move
 	// entry waits; ended says the previous owner sent its last call.
 	handoff []*delivery
+	timers  []byte // adopting: the moved Spot's timers, encoded
 	to      string
 	from    string // receiving: the previous owner
 	since   time.Time
@@ -304,6 +305,7 @@ func (a *kindActor) onDeactivated(c actor.Context, act *activation) {
 // they go to the owner placement picks instead.
 func (a *kindActor) ended(c actor.Context, act *activation) {
 	a.ks.dir.remove(act)
+	a.rt.clock.cancelAll(act) // however it ended, its timers end with it
 	a.rt.incs.detach(act.inc)
 	a.ks.stats.active.Add(-1)
 	a.ks.stats.deactivations.Add(1)

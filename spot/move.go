@@ -52,9 +52,10 @@ type (
 	}
 	// handoff asks the Spot for its last turn of a move.
 	handoff struct {
-		to   string
-		gen  uint64
-		done chan error
+		to     string
+		gen    uint64
+		done   chan error
+		timers []byte // set with a nil done: the Spot's timers, for the target
 	}
 )
 
@@ -138,6 +139,7 @@ func (rt *runtime) mover(kindRef interface{ Tell(any) error }, ks *kindState, ac
 		_ = kindRef.Tell(&moveDone{id: id, act: act, to: to, err: err, done: m.done})
 	}
 	// 2. prepare
+	var timers []byte // the Spot's timers, encoded by its last turn
 	ctx, cancel := context.WithTimeout(rt.base, rt.moveWait())
 	out, err := rt.n.CallNode(ctx, to, packetSpot, (&header{flags: flagPrepare, kind: kind, id: id}).encode())
 	cancel()
@@ -160,6 +162,7 @@ func (rt *runtime) mover(kindRef interface{ Tell(any) error }, ks *kindState, ac
 				if err = act.ref.Tell(hd); err == nil {
 					err = <-hd.done
 				}
+				timers = hd.timers
 			}
 		}
 	}
@@ -170,14 +173,19 @@ func (rt *runtime) mover(kindRef interface{ Tell(any) error }, ks *kindState, ac
 	// 4. adopt; 5. the kind actor forwards the waiting calls and ends.
 	// Every submission to the target is non-blocking and in order: this
 	// one first, then the kind actor's.
-	rt.control(to, kind, id, flagAdopt)
+	rt.controlBody(to, kind, id, flagAdopt, timers)
 	_ = kindRef.Tell(&moveDone{id: id, act: act, to: to, done: m.done})
 }
 
 // control sends a move's one-way control message to the target.
 func (rt *runtime) control(to, kind, id string, flag uint8) {
+	rt.controlBody(to, kind, id, flag, nil)
+}
+
+// controlBody is control with a body (adopt: the Spot's timers).
+func (rt *runtime) controlBody(to, kind, id string, flag uint8, body []byte) {
 	ctx, cancel := context.WithTimeout(rt.base, time.Second)
-	_ = rt.n.SendNode(ctx, to, packetSpot, (&header{flags: flag, kind: kind, id: id}).encode())
+	_ = rt.n.SendNode(ctx, to, packetSpot, (&header{flags: flag, kind: kind, id: id, body: body}).encode())
 	cancel()
 }
 
@@ -365,6 +373,8 @@ func (a *spotActor) lastForMove(c actor.Context, m *handoff) {
 	a.gone = true
 	a.act.fenced.Store(true) // not ours any more: no hook, no release
 	a.abandon()              // replies to its asynchronous calls do not move with it
+	m.timers = a.encodeTimers()
+	rt.clock.cancelAll(a.act)
 	c.Poison(c.Self())
 	m.done <- nil
 }

@@ -39,6 +39,7 @@ func (a *kindActor) onMoveControl(c actor.Context, d *delivery) {
 	case d.h.flags&flagAdopt != 0:
 		if e != nil && e.state == receiving {
 			e.state = adopting
+			e.timers = append([]byte(nil), d.h.body...)
 			a.startClaim(c, id)
 		}
 	case d.h.flags&flagEnd != 0:
@@ -75,6 +76,11 @@ func (a *kindActor) onAdopted(c actor.Context, e *entry, msg *claimed) {
 	a.ks.stats.active.Add(1)
 	a.ks.stats.activations.Add(1)
 	e.state, e.act = adopted, act
+	if len(e.timers) > 0 {
+		// Before the forwarded calls: the timers are the Spot's first message.
+		_ = act.ref.TellControl(&restoreTimers{data: e.timers})
+		e.timers = nil
+	}
 	for _, d := range e.handoff {
 		a.deliver(act, d)
 	}

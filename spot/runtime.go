@@ -68,6 +68,7 @@ type runtime struct {
 	listing atomic.Uint64            // member listings started so far (one at a time: the n-th started ends as the n-th)
 	membRef atomic.Pointer[actors.Ref]
 	cache   *ownerCache
+	clock   *timerClock // the node's one clock for every Spot timer
 	stats   counters
 	actSeq  atomic.Uint64
 
@@ -151,6 +152,7 @@ func newRuntime(n *routemesh.Node, cfg Config, regs []*kindReg) (*runtime, error
 		return nil, fmt.Errorf("%w: %d kinds on one Object Server, more than %d", ErrConfig, len(rt.order), MaxKinds)
 	}
 	rt.base, rt.cancel = context.WithCancel(context.Background())
+	rt.clock = newClock(rt)
 	empty := []member{}
 	rt.members.Store(&empty)
 	return rt, nil

@@ -48,6 +48,10 @@ func (a *spotActor) Receive(c actor.Context) {
 		a.reply(c, msg) // a reply taken as a turn counts as a change (persistence)
 	case *handoff:
 		a.lastForMove(c, msg)
+	case *timerFire:
+		a.fire(c, msg)
+	case *restoreTimers:
+		a.restoreTimers(msg)
 	case *checkpoint:
 		if !a.gone {
 			_ = a.save()
@@ -205,6 +209,10 @@ func runTurn(rt *runtime, ks *kindState, act *activation, state any, d *delivery
 	ctx, cancel := context.WithDeadline(rt.base, d.r.Deadline)
 	ctx, sp := rt.startTurn(ctx, ks, act, d)
 	hc := turnContext(rt, ks, act, ctx, d.r.From, d.h.chain, turn)
+	hc.Source = SourceRequest
+	if d.r.OneWay || d.h.flags&flagSendAsCall != 0 {
+		hc.Source = SourceSend
+	}
 	var out []byte
 	var err error
 	if d.r.OneWay || d.h.flags&flagSendAsCall != 0 {
@@ -269,6 +277,7 @@ func (a *spotActor) last(c actor.Context, hook bool) {
 		}
 	}
 	a.abandon()
+	a.rt.clock.cancelAll(a.act) // timers stop with the activation
 	if ref := a.ks.ref.Load(); ref != nil {
 		_ = ref.Tell(&deactivated{act: a.act})
 	}

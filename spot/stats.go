@@ -23,6 +23,7 @@ type counters struct {
 	moves          atomic.Uint64 // Spots moved away from this node
 	rebalanced     atomic.Uint64 // of them, by the rebalancer
 	notHosted      atomic.Uint64 // requests for a kind this node does not host
+	timerTurns     atomic.Uint64 // timer firings run as turns
 }
 
 type kindCounters struct {
@@ -68,6 +69,14 @@ type Stats struct {
 	// NotHosted counts requests this node answered "kind not hosted"
 	// (for a kind it does not host; none of them ran).
 	NotHosted uint64 `json:"not_hosted"`
+	// TimerTurns counts timer firings run as turns; TimersMerged the due
+	// times merged into another firing (the previous one still waiting,
+	// or the clock stalled); TimerRetries the firings that found the
+	// Spot's mailbox full (a one-shot is tried again, a repeating timer
+	// fires at its next due time).
+	TimerTurns   uint64 `json:"timer_turns"`
+	TimersMerged uint64 `json:"timers_merged"`
+	TimerRetries uint64 `json:"timer_retries"`
 	// SendsDropped counts one-way messages that reached no owner.
 	SendsDropped uint64 `json:"sends_dropped"`
 	// AsyncAbandoned counts replies to the asynchronous calls of Spots'
@@ -98,7 +107,8 @@ func (rt *runtime) statsNow() Stats {
 		Overlaps: rt.stats.overlaps.Load(), SendsDropped: rt.stats.sendsDropped.Load(), AsyncAbandoned: rt.stats.asyncAbandoned.Load(),
 		StoreIncarnations: rt.stats.incarnations.Load(),
 		Saves:             rt.stats.saves.Load(), SaveErrors: rt.stats.saveErrors.Load(), StateRereads: rt.stats.rereads.Load(), Moves: rt.stats.moves.Load(), Rebalanced: rt.stats.rebalanced.Load(),
-		NotHosted:       rt.stats.notHosted.Load(),
+		NotHosted:  rt.stats.notHosted.Load(),
+		TimerTurns: rt.stats.timerTurns.Load(), TimersMerged: rt.clock.merged.Load(), TimerRetries: rt.clock.retried.Load(),
 		LeaseGeneration: gen, LeaseValid: valid, Cached: rt.cache.len()}
 	for _, ks := range rt.order {
 		s.Kinds = append(s.Kinds, KindStats{Kind: ks.reg.name, Active: ks.stats.active.Load(),

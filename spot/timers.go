@@ -1,0 +1,415 @@
+package spot
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/zlink-go/zlink/routemesh"
+
+	"github.com/zlink-go/zlink/spot/internal/timers"
+	"github.com/zlink-go/zlink/wire"
+)
+
+// Limits of a Spot's timers.
+const (
+	// MaxTimers is the number of timers one Spot may hold.
+	MaxTimers = 64
+	// MaxTimerPayload bounds a timer's payload.
+	MaxTimerPayload = 64 << 10
+	// MinTimerPeriod is the shortest period of a repeating timer.
+	MinTimerPeriod = time.Millisecond
+	// timerRetry is when a firing that found the Spot's mailbox full is
+	// tried again (one-shot timers; repeating ones fire at their next due
+	// time, the missed one merged).
+	timerRetry = 10 * time.Millisecond
+)
+
+// Timer is one timer of a Spot: data, not a closure. Each firing is a
+// turn of the Spot, serial with its messages, that runs the kind's handler
+// for Packet (an OnSend handler, or an On handler whose reply goes
+// nowhere) with Payload; the handler's Context has Source "timer".
+type Timer struct {
+	// Name names the timer within its Spot; starting a name again
+	// replaces the timer.
+	Name string
+	// Due is when it first fires, from now (0: at once).
+	Due time.Duration
+	// Period repeats it at a fixed rate: due, due+period, due+2·period, …
+	// whatever a turn costs (0: it fires once). A firing that finds the
+	// previous one still waiting, or a clock stalled past several due
+	// times, fires once and counts the rest as merged.
+	Period time.Duration
+	// Packet and Payload are what each firing delivers.
+	Packet  string
+	Payload []byte
+}
+
+// timerData is a timer as its Spot holds it (touched only by the Spot's
+// turns, one at a time).
+type timerData struct {
+	Timer
+	gen uint64
+}
+
+// timerFire is one firing of a timer, posted into the Spot's mailbox by
+// the node's clock.
+type timerFire struct {
+	name string
+	gen  uint64
+}
+
+// Size is what a firing counts against the Spot's byte budget.
+func (*timerFire) Size() int { return 64 }
+
+// StartTimer starts (or replaces) a timer of the Spot whose turn c is. It
+// fails with ErrConfig for a bad timer (no name, no handler for its
+// packet, a period under MinTimerPeriod, a payload over MaxTimerPayload, a
+// Spot already holding MaxTimers). Timers stop with the activation
+// (deactivation, fence); a move carries them, with their remaining time,
+// to the new owner.
+func (c *Context) StartTimer(t Timer) error {
+	if c == nil || c.act == nil || c.act.ref == nil {
+		return fmt.Errorf("%w: a timer needs a Spot turn's Context", ErrConfig)
+	}
+	reg := c.ks.reg
+	switch {
+	case t.Name == "" || len(t.Name) > maxName:
+		return fmt.Errorf("%w: timer name %.64q", ErrConfig, t.Name)
+	case reg.sends[t.Packet] == nil && reg.requests[t.Packet] == nil:
+		return fmt.Errorf("%w: kind %s has no handler for timer packet %q", ErrConfig, reg.name, t.Packet)
+	case t.Due < 0 || t.Period < 0 || (t.Period > 0 && t.Period < MinTimerPeriod):
+		return fmt.Errorf("%w: timer %s: due %v, period %v", ErrConfig, t.Name, t.Due, t.Period)
+	case len(t.Payload) > MaxTimerPayload:
+		return fmt.Errorf("%w: timer %s: payload of %d bytes, over %d", ErrConfig, t.Name, len(t.Payload), MaxTimerPayload)
+	}
+	a := c.act
+	if _, ok := a.timers[t.Name]; !ok && len(a.timers) >= MaxTimers {
+		return fmt.Errorf("%w: spot %s/%s holds %d timers already", ErrConfig, c.Kind, c.ID, MaxTimers)
+	}
+	t.Payload = append([]byte(nil), t.Payload...)
+	gen := c.rt.clock.set(a, t.Name, time.Now().Add(t.Due), t.Period)
+	if a.timers == nil {
+		a.timers = map[string]*timerData{}
+	}
+	a.timers[t.Name] = &timerData{Timer: t, gen: gen}
+	return nil
+}
+
+// StartTimerOf is StartTimer with a typed packet.
+func StartTimerOf[Msg, Unused any](c *Context, name string, due, period time.Duration, p wire.Packet[Msg, Unused], msg Msg) error {
+	b, err := p.EncodeRequest(msg)
+	if err != nil {
+		return err
+	}
+	return c.StartTimer(Timer{Name: name, Due: due, Period: period, Packet: p.Name(), Payload: b})
+}
+
+// ResetTimer restarts timer name's countdown: its next firing is its Due
+// from now (its Period for a repeating timer already fired). It reports
+// false when the Spot has no such timer.
+func (c *Context) ResetTimer(name string) bool {
+	if c == nil || c.act == nil {
+		return false
+	}
+	td := c.act.timers[name]
+	if td == nil {
+		return false
+	}
+	td.gen = c.rt.clock.set(c.act, name, time.Now().Add(td.Due), td.Period)
+	return true
+}
+
+// CancelTimer stops timer name; a firing already queued does not run. It
+// reports whether the Spot had such a timer.
+func (c *Context) CancelTimer(name string) bool {
+	if c == nil || c.act == nil || c.act.timers[name] == nil {
+		return false
+	}
+	delete(c.act.timers, name)
+	c.rt.clock.cancel(c.act, name)
+	return true
+}
+
+// Timers lists the Spot's timers with the time left before each fires.
+func (c *Context) Timers() []TimerInfo {
+	if c == nil || c.act == nil {
+		return nil
+	}
+	out := make([]TimerInfo, 0, len(c.act.timers))
+	now := time.Now()
+	for _, td := range c.act.timers {
+		left, _ := c.rt.clock.left(c.act, td.Name, now)
+		out = append(out, TimerInfo{Name: td.Name, Left: left, Period: td.Period, Packet: td.Packet})
+	}
+	return out
+}
+
+// TimerInfo describes one timer of a Spot.
+type TimerInfo struct {
+	Name   string
+	Left   time.Duration // before its next firing
+	Period time.Duration
+	Packet string
+}
+
+// clock is the node's one timer clock: the schedule of every active
+// Spot's timers (a pure machine behind a leaf mutex) and one goroutine
+// that sleeps until the earliest due time and posts each firing into its
+// Spot's mailbox.
+type timerClock struct {
+	rt      *runtime
+	mu      sync.Mutex
+	m       *timers.Machine
+	acts    map[uint64]*activation // activations holding timers
+	wake    chan struct{}          // cap 1: the earliest due time may have moved
+	running bool
+
+	fired, merged, retried atomic.Uint64
+}
+
+func newClock(rt *runtime) *timerClock {
+	return &timerClock{rt: rt, m: timers.New(), acts: map[uint64]*activation{}, wake: make(chan struct{}, 1)}
+}
+
+// set schedules timer name of act and returns its generation; the clock's
+// goroutine starts with the first timer.
+func (k *timerClock) set(act *activation, name string, due time.Time, period time.Duration) uint64 {
+	k.mu.Lock()
+	gen := k.m.Set(timers.Key{Act: act.seq, Name: name}, due, period)
+	k.acts[act.seq] = act
+	start := !k.running
+	k.running = true
+	k.mu.Unlock()
+	if start && !k.rt.goStore(k.run) {
+		k.mu.Lock()
+		k.running = false
+		k.mu.Unlock()
+	}
+	k.poke()
+	return gen
+}
+
+func (k *timerClock) poke() {
+	select {
+	case k.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (k *timerClock) cancel(act *activation, name string) {
+	k.mu.Lock()
+	k.m.Cancel(timers.Key{Act: act.seq, Name: name})
+	k.mu.Unlock()
+}
+
+// cancelAll stops every timer of act (its activation ended).
+func (k *timerClock) cancelAll(act *activation) {
+	k.mu.Lock()
+	k.m.CancelAll(act.seq)
+	delete(k.acts, act.seq)
+	k.mu.Unlock()
+}
+
+// left is the time before timer name of act fires next.
+func (k *timerClock) left(act *activation, name string, now time.Time) (time.Duration, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	due, _, _, ok := k.m.Due(timers.Key{Act: act.seq, Name: name})
+	if !ok {
+		return 0, false
+	}
+	return max(due.Sub(now), 0), true
+}
+
+// taken is the Spot's side of a firing: it reports the due times merged
+// into it, and false when the timer changed since (the firing is stale).
+func (k *timerClock) taken(act *activation, name string, gen uint64) (int, bool) {
+	k.mu.Lock()
+	merged, ok := k.m.Taken(timers.Key{Act: act.seq, Name: name}, gen, time.Now())
+	k.mu.Unlock()
+	if ok {
+		k.merged.Add(uint64(merged))
+		k.poke()
+	}
+	return merged, ok
+}
+
+// run is the clock's goroutine: tick, post what is due, sleep until the
+// next due time or a change; it ends with the runtime.
+func (k *timerClock) run() {
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		now := time.Now()
+		k.mu.Lock()
+		due, next := k.m.Tick(now)
+		k.mu.Unlock()
+		for _, f := range due {
+			k.post(f, now)
+		}
+		wait := time.Hour
+		if !next.IsZero() {
+			wait = max(time.Until(next), 0)
+		}
+		t.Reset(wait)
+		select {
+		case <-k.rt.base.Done():
+			return
+		case <-k.wake:
+			if !t.Stop() {
+				<-t.C
+			}
+		case <-t.C:
+		}
+	}
+}
+
+// post hands one firing to its Spot; a full mailbox merges it into the
+// next due time (a one-shot timer is tried again shortly).
+func (k *timerClock) post(f timers.Firing, now time.Time) {
+	k.mu.Lock()
+	act := k.acts[f.Key.Act]
+	k.mu.Unlock()
+	if act == nil {
+		return
+	}
+	k.fired.Add(1)
+	k.merged.Add(uint64(f.Merged))
+	if act.ref.Tell(&timerFire{name: f.Key.Name, gen: f.Gen}) == nil {
+		return
+	}
+	k.retried.Add(1)
+	k.mu.Lock()
+	k.m.Retry(f.Key, f.Gen, now.Add(timerRetry))
+	k.mu.Unlock()
+}
+
+// fire runs one firing of a timer as a turn of the Spot: the kind's
+// handler for the timer's packet, with its payload. A stale firing (the
+// timer was cancelled or set again meanwhile) runs nothing.
+func (a *spotActor) fire(c actor.Context, f *timerFire) {
+	td := a.act.timers[f.name]
+	if a.gone || td == nil || td.gen != f.gen {
+		return
+	}
+	rt, reg := a.rt, a.ks.reg
+	if _, ok := rt.clock.taken(a.act, f.name, f.gen); !ok {
+		return
+	}
+	if td.Period == 0 {
+		delete(a.act.timers, f.name)
+	}
+	now := time.Now()
+	if !rt.valid(a.act, now) {
+		return // a fenced owner runs nothing; its timers end with it
+	}
+	if reg.timerUse {
+		a.act.touch(now)
+	}
+	if a.reread && a.reload() != nil {
+		a.reread = false // as for a reply: go on from the state in memory
+	}
+	prev := a.act.turn.Load()
+	a.turns++
+	a.act.turn.Store(a.turns)
+	ctx, cancel := context.WithTimeout(rt.base, routemesh.DefaultRequestTimeout)
+	t := a.enter()
+	hc := a.context(ctx, "", nil, t)
+	hc.Source = SourceTimer
+	if fn := reg.sends[td.Packet]; fn != nil {
+		fn(hc, a.state, td.Payload)
+	} else if fn := reg.requests[td.Packet]; fn != nil {
+		_, _ = fn(hc, a.state, td.Payload) // nobody waits for the reply
+	}
+	a.leave(c, t)
+	cancel()
+	a.act.turn.Store(prev)
+	rt.stats.timerTurns.Add(1)
+	a.changed()
+}
+
+// restoreTimers carries a moved Spot's timers to its new activation:
+// each starts again with the time it had left.
+type restoreTimers struct{ data []byte }
+
+func (a *spotActor) restoreTimers(m *restoreTimers) {
+	ts, err := decodeTimers(m.data)
+	if err != nil {
+		a.rt.log.Warn().Err(err).Str("kind", a.ks.reg.name).Str("id", a.act.id).Msg("spots: a moved Spot's timers did not decode; they are dropped")
+		return
+	}
+	now := time.Now()
+	for _, mt := range ts {
+		if a.act.timers == nil {
+			a.act.timers = map[string]*timerData{}
+		}
+		gen := a.rt.clock.set(a.act, mt.Name, now.Add(mt.left), mt.Period)
+		a.act.timers[mt.Name] = &timerData{Timer: mt.Timer, gen: gen}
+	}
+}
+
+// movedTimer is a timer on its way to a new owner.
+type movedTimer struct {
+	Timer
+	left time.Duration // before its next firing
+}
+
+// encodeTimers encodes the Spot's timers with the time each has left:
+// count, then per timer name, left (ns), due (ns), period (ns), packet,
+// payload.
+func (a *spotActor) encodeTimers() []byte {
+	if len(a.act.timers) == 0 {
+		return nil
+	}
+	now := time.Now()
+	b := binary.AppendUvarint(nil, uint64(len(a.act.timers)))
+	for _, td := range a.act.timers {
+		left, _ := a.rt.clock.left(a.act, td.Name, now)
+		b = appendString(b, td.Name)
+		b = binary.AppendUvarint(b, uint64(left))
+		b = binary.AppendUvarint(b, uint64(td.Due))
+		b = binary.AppendUvarint(b, uint64(td.Period))
+		b = appendString(b, td.Packet)
+		b = binary.AppendUvarint(b, uint64(len(td.Payload)))
+		b = append(b, td.Payload...)
+	}
+	return b
+}
+
+// decodeTimers reads what encodeTimers wrote, within the timer limits.
+func decodeTimers(b []byte) ([]movedTimer, error) {
+	r := reader{b: b}
+	n := r.uvarint()
+	if r.err != nil || n > MaxTimers {
+		return nil, fmt.Errorf("%w: %d timers", errMalformed, n)
+	}
+	out := make([]movedTimer, 0, n)
+	for range n {
+		var mt movedTimer
+		mt.Name = r.string(maxName)
+		mt.left = time.Duration(min(r.uvarint(), uint64(maxTimerSpan)))
+		mt.Due = time.Duration(min(r.uvarint(), uint64(maxTimerSpan)))
+		mt.Period = time.Duration(min(r.uvarint(), uint64(maxTimerSpan)))
+		mt.Packet = r.string(maxName)
+		size := r.uvarint()
+		if size > MaxTimerPayload || size > uint64(len(r.b)) {
+			return nil, fmt.Errorf("%w: timer payload of %d bytes", errMalformed, size)
+		}
+		mt.Payload = append([]byte(nil), r.b[:size]...)
+		r.b = r.b[size:]
+		if r.err != nil || mt.Name == "" {
+			return nil, fmt.Errorf("%w: timer", errMalformed)
+		}
+		out = append(out, mt)
+	}
+	return out, r.err
+}
+
+// maxTimerSpan bounds a decoded duration (a year).
+const maxTimerSpan = 365 * 24 * time.Hour
