@@ -57,6 +57,8 @@ var (
 		"Spot activations on this MeshNode, by Spot kind.", []string{"mesh", "spot_kind"}, nil)
 	descSpotDeactivations = prometheus.NewDesc("zlink_spot_deactivations_total",
 		"Spot deactivations on this MeshNode (idle, drain, stop, fenced, moved away), by Spot kind.", []string{"mesh", "spot_kind"}, nil)
+	descSpotTurns = prometheus.NewDesc("zlink_spot_turns_total",
+		"Spot turns on this MeshNode, by Spot kind, packet (registered names; _reply for OnReply turns, anything else _unknown), source (request, send, reply, timer) and result (ok or the error kind).", []string{"mesh", "spot_kind", "packet", "source", "result"}, nil)
 	descSpotEvents = prometheus.NewDesc("zlink_spot_events_total",
 		"Spot runtime events: redirects, fenced, overlaps, store_incarnations, saves, save_errors, moves, rebalanced, sends_dropped, not_hosted, state_rereads, async_abandoned.", []string{"mesh", "event"}, nil)
 )
@@ -115,7 +117,7 @@ func New(host func() *zlink.Host, cfg Config) *Collector {
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descCalls, descOK, descErrors, descLatency, descPeers, descState,
 		descInflight, descWeight, descRuntime, descActors, descDepth, descBytes, descRestarts,
-		descSpotsActive, descSpotActivations, descSpotDeactivations, descSpotEvents} {
+		descSpotsActive, descSpotActivations, descSpotDeactivations, descSpotTurns, descSpotEvents} {
 		ch <- d
 	}
 	for _, d := range serverDescs {
@@ -270,6 +272,9 @@ func collectSpots(ch chan<- prometheus.Metric, mesh string, ss spot.Stats) {
 		ch <- prometheus.MustNewConstMetric(descSpotsActive, prometheus.GaugeValue, float64(k.Active), mesh, k.Kind)
 		ch <- prometheus.MustNewConstMetric(descSpotActivations, prometheus.CounterValue, float64(k.Activations), mesh, k.Kind)
 		ch <- prometheus.MustNewConstMetric(descSpotDeactivations, prometheus.CounterValue, float64(k.Deactivations), mesh, k.Kind)
+		for _, tc := range k.Turns {
+			ch <- prometheus.MustNewConstMetric(descSpotTurns, prometheus.CounterValue, float64(tc.Count), mesh, k.Kind, tc.Packet, tc.Source, tc.Result)
+		}
 	}
 	for ev, v := range map[string]uint64{
 		"redirects": ss.Redirects, "fenced": ss.Fenced, "overlaps": ss.Overlaps,

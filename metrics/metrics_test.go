@@ -2,6 +2,7 @@ package metrics_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -132,6 +133,12 @@ func TestCollector_Spots(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if _, _, err := spot.CallRaw(ctx, n, counter.KindName, "a", "add", []byte("x")); !errors.Is(err, zlink.ErrHandler) {
+		t.Fatalf("a bad add: %v", err)
+	}
+	if _, _, err := spot.CallRaw(ctx, n, counter.KindName, "a", "stranger", nil); !errors.Is(err, zlink.ErrUnknownPacket) {
+		t.Fatalf("an unknown packet: %v", err)
+	}
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(metrics.For(h))
 	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
@@ -143,6 +150,16 @@ func TestCollector_Spots(t *testing.T) {
 zlink_spots_active{mesh="game",spot_kind="counter"} 3
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "zlink_spots_active"); err != nil {
+		t.Fatal(err)
+	}
+	turns := `
+# HELP zlink_spot_turns_total Spot turns on this MeshNode, by Spot kind, packet (registered names; _reply for OnReply turns, anything else _unknown), source (request, send, reply, timer) and result (ok or the error kind).
+# TYPE zlink_spot_turns_total counter
+zlink_spot_turns_total{mesh="game",packet="_unknown",result="unknown_packet",source="request",spot_kind="counter"} 1
+zlink_spot_turns_total{mesh="game",packet="add",result="handler",source="request",spot_kind="counter"} 1
+zlink_spot_turns_total{mesh="game",packet="add",result="ok",source="request",spot_kind="counter"} 3
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(turns), "zlink_spot_turns_total"); err != nil {
 		t.Fatal(err)
 	}
 	fams, err := reg.Gather()

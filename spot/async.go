@@ -223,6 +223,7 @@ func (a *spotActor) reply(c actor.Context, r *Reply) {
 	hc := a.context(ctx, r.From, nil, t)
 	hc.Source = SourceReply
 	reg.onReply(hc, a.state, r)
+	a.ks.turns.count(replyTurnPacket, SourceReply, nil)
 	a.leave(c, t)
 	endTurn(sp, nil)
 	cancel()

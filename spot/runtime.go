@@ -87,6 +87,7 @@ type kindState struct {
 	dir   *directory
 	ref   atomic.Pointer[actors.Ref] // the kind actor of the current incarnation
 	stats kindCounters
+	turns *turnStats
 	grace atomic.Int64 // unix nanos: until when Spots a drain deactivates take owed replies (0: none; drain.go)
 }
 
@@ -144,7 +145,7 @@ func newRuntime(n *routemesh.Node, cfg Config, regs []*kindReg) (*runtime, error
 		if rt.role != routemesh.ObjectServer {
 			return nil, fmt.Errorf("%w: kind %s registered on an Object %s (only Object Servers host Spots)", ErrConfig, reg.name, rt.role)
 		}
-		ks := &kindState{reg: reg, dir: newDirectory()}
+		ks := &kindState{reg: reg, dir: newDirectory(), turns: newTurnStats(reg)}
 		rt.kinds[reg.name] = ks
 		rt.order = append(rt.order, ks)
 	}

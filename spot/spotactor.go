@@ -245,6 +245,7 @@ func runTurn(rt *runtime, ks *kindState, act *activation, state any, d *delivery
 		endTurn(sp, nil)
 		rt.answer(d.r, &d.h, okReply(act.epoch, out))
 	}
+	ks.turns.count(d.h.packet, hc.Source, err)
 }
 
 // last runs the Spot's last turn (the deactivate hook unless fenced),

@@ -38,6 +38,9 @@ type KindStats struct {
 	Active        int64  `json:"active"`
 	Activations   uint64 `json:"activations"`
 	Deactivations uint64 `json:"deactivations"`
+	// Turns counts the kind's turns by packet (registered names, replies
+	// as "_reply", anything else as "_unknown"), source and result.
+	Turns []TurnCount `json:"turns,omitempty"`
 }
 
 // Stats is what a node's Spot runtime reports (admin GET /spots).
@@ -112,7 +115,7 @@ func (rt *runtime) statsNow() Stats {
 		LeaseGeneration: gen, LeaseValid: valid, Cached: rt.cache.len()}
 	for _, ks := range rt.order {
 		s.Kinds = append(s.Kinds, KindStats{Kind: ks.reg.name, Active: ks.stats.active.Load(),
-			Activations: ks.stats.activations.Load(), Deactivations: ks.stats.deactivations.Load()})
+			Activations: ks.stats.activations.Load(), Deactivations: ks.stats.deactivations.Load(), Turns: ks.turns.snapshot()})
 	}
 	return s
 }

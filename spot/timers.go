@@ -331,6 +331,7 @@ func (a *spotActor) fire(c actor.Context, f *timerFire) {
 	cancel()
 	a.act.turn.Store(prev)
 	rt.stats.timerTurns.Add(1)
+	a.ks.turns.count(td.Packet, SourceTimer, nil)
 	a.changed()
 }
 

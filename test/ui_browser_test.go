@@ -90,6 +90,7 @@ func TestUI_BrowserShowsWeightChangeAndNodeKill(t *testing.T) {
 			peer("ui-b")+`?.dataset.state === 'Ready' && `+peer("ui-c")+`?.dataset.state === 'Ready' && `+
 			ownWeight+`?.textContent === '100' && `+
 			`document.querySelector('[data-mesh="game"] tr.kind[data-kind="counter"] .active')?.textContent === '3' && `+
+			`Number(document.querySelector('[data-mesh="game"] tr.kind[data-kind="counter"] .turns')?.textContent) >= 3 && `+
 			`document.querySelector('#tree li[data-path="/host/mesh:game/spots/counter"] .folded')?.textContent === '3 Spots (folded)'`)
 	// A marker that a reload would wipe, and the current event number.
 	var seq0 int

@@ -264,10 +264,19 @@
     if (s.kinds && s.kinds.length) {
       box.append(el('table', null,
         el('thead', null, el('tr', null, el('th', { text: 'kind' }), el('th', { class: 'num', text: 'active' }),
-          el('th', { class: 'num', text: 'activations' }), el('th', { class: 'num', text: 'deactivations' }))),
-        el('tbody', null, s.kinds.map((k) => el('tr', { class: 'kind', data: { kind: k.kind } },
-          el('td', { class: 'mono', text: k.kind }), el('td', { class: 'num active', text: k.active }),
-          el('td', { class: 'num', text: k.activations }), el('td', { class: 'num', text: k.deactivations }))))));
+          el('th', { class: 'num', text: 'activations' }), el('th', { class: 'num', text: 'deactivations' }),
+          el('th', { class: 'num', text: 'turns' }), el('th', { class: 'num', text: 'turn errors' }))),
+        el('tbody', null, s.kinds.map((k) => {
+          let turns = 0, failed = 0;
+          for (const tc of k.turns || []) {
+            turns += tc.count;
+            if (tc.result !== 'ok') failed += tc.count;
+          }
+          return el('tr', { class: 'kind', data: { kind: k.kind } },
+            el('td', { class: 'mono', text: k.kind }), el('td', { class: 'num active', text: k.active }),
+            el('td', { class: 'num', text: k.activations }), el('td', { class: 'num', text: k.deactivations }),
+            el('td', { class: 'num turns', text: turns }), el('td', { class: 'num' + (failed ? ' skip' : ''), text: failed }));
+        }))));
     }
     return box;
   }
