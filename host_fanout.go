@@ -28,7 +28,7 @@ func (h *Host) fanoutSupervisor(sups map[string]*actors.Ref, channel string) (*a
 	ref, err := h.sys.Spawn(actors.Spec{
 		Name: "fanout:" + channel, Kind: "fanout", Parent: h.root, Supervisor: fanout.DefaultSupervision(),
 		MaxMessages: 8, // lifecycle and its children's spawn requests only
-		Producer: func() actor.Actor { return fanoutSupervisorActor{} },
+		Producer:    func() actor.Actor { return fanoutSupervisorActor{} },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("zlink: fanout %s: spawn supervisor: %w", channel, err)
