@@ -99,7 +99,7 @@ func (a *spotActor) windDown() bool {
 // last turn now.
 func (a *spotActor) replied() {
 	if m := &a.act.drain; m.winding.Load() && m.owed.Load() <= 0 {
-		_ = a.act.ref.Tell(&deactivate{})
+		_ = a.act.ref.TellControl(&deactivate{})
 	}
 }
 
@@ -159,7 +159,7 @@ func (a *kindActor) drainTick(c actor.Context, now time.Time) {
 		case m.winding.Load() && (m.owed.Load() <= 0 || !a.ks.graceLeft(now) || act.fenced.Load()):
 			// Its wait is over: the last turn now (a second request after
 			// the Spot's own one changes nothing).
-			_ = act.ref.Tell(&deactivate{})
+			_ = act.ref.TellControl(&deactivate{})
 		}
 	}
 	a.checkWaiters()

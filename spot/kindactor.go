@@ -211,7 +211,7 @@ func (a *kindActor) deliver(act *activation, d *delivery) {
 func (a *kindActor) startClaim(c actor.Context, id string) {
 	self := a.rt.n.Actors().Self(c)
 	kind := a.ks.reg.name
-	if !a.rt.goStore(func() { _ = self.Tell(&claimed{id: id, res: a.rt.claim(kind, id)}) }) {
+	if !a.rt.goStore(func() { _ = self.TellControl(&claimed{id: id, res: a.rt.claim(kind, id)}) }) {
 		a.onClaimed(c, &claimed{id: id, res: claimResult{err: zerr.ErrShuttingDown}})
 	}
 }
@@ -328,7 +328,7 @@ func (a *kindActor) release(c actor.Context, act *activation) {
 	kind := a.ks.reg.name
 	if !a.rt.goStore(func() {
 		a.rt.release(kind, act)
-		_ = self.Tell(&released{id: act.id})
+		_ = self.TellControl(&released{id: act.id})
 	}) {
 		a.onReleased(c, act.id)
 	}
@@ -416,7 +416,7 @@ func (a *kindActor) close(c actor.Context, act *activation, fenced bool) {
 		return
 	default:
 	}
-	act.closeSent = act.ref.Tell(&deactivate{}) == nil
+	act.closeSent = act.ref.TellControl(&deactivate{}) == nil
 }
 
 // fence ends every activation of lease generation gen without releasing
@@ -485,3 +485,7 @@ func (a *kindActor) checkWaiters() {
 	clear(a.waiters[len(kept):])
 	a.waiters = kept
 }
+
+// Size is what a call waiting for an activation counts against the kind
+// actor's byte budget.
+func (m *activate) Size() int { return m.d.Size() }

@@ -102,7 +102,7 @@ func (rt *runtime) move(ctx context.Context, ks *kindState, id, to string) error
 		return fmt.Errorf("%w: spots restarting", zerr.ErrBusy)
 	}
 	done := make(chan error, 1)
-	if err := ref.Tell(&moveOut{id: id, to: to, done: done}); err != nil {
+	if err := ref.TellControl(&moveOut{id: id, to: to, done: done}); err != nil {
 		return err
 	}
 	select {
@@ -130,13 +130,13 @@ func (a *kindActor) onMoveOut(c actor.Context, m *moveOut) {
 
 // mover runs the owner's side of a move on its own goroutine: everything
 // it sends to the target goes out in order from here.
-func (rt *runtime) mover(kindRef interface{ Tell(any) error }, ks *kindState, act *activation, m *moveOut) {
+func (rt *runtime) mover(kindRef interface{ TellControl(any) error }, ks *kindState, act *activation, m *moveOut) {
 	kind, id, to := ks.reg.name, act.id, m.to
 	fail := func(err error, abort bool) {
 		if abort {
 			rt.control(to, kind, id, flagAbort)
 		}
-		_ = kindRef.Tell(&moveDone{id: id, act: act, to: to, err: err, done: m.done})
+		_ = kindRef.TellControl(&moveDone{id: id, act: act, to: to, err: err, done: m.done})
 	}
 	// 2. prepare
 	var timers []byte // the Spot's timers, encoded by its last turn
@@ -174,7 +174,7 @@ func (rt *runtime) mover(kindRef interface{ Tell(any) error }, ks *kindState, ac
 	// Every submission to the target is non-blocking and in order: this
 	// one first, then the kind actor's.
 	rt.controlBody(to, kind, id, flagAdopt, timers)
-	_ = kindRef.Tell(&moveDone{id: id, act: act, to: to, done: m.done})
+	_ = kindRef.TellControl(&moveDone{id: id, act: act, to: to, done: m.done})
 }
 
 // control sends a move's one-way control message to the target.
@@ -244,7 +244,7 @@ func (a *kindActor) forwardFrom(c actor.Context, to string, d *delivery) {
 	id := d.h.id
 	a.inflight[id]++
 	self := a.rt.n.Actors().Self(c)
-	a.rt.forward(to, d, func() { _ = self.Tell(&forwardDone{id: id}) })
+	a.rt.forward(to, d, func() { _ = self.TellControl(&forwardDone{id: id}) })
 }
 
 // onForwardDone settles a Spot that came back here once the calls this

@@ -133,7 +133,7 @@ func (a *spotActor) save() error {
 			Msg("spots: a state write was refused: the record moved on under this activation; fencing it")
 		a.act.fenced.Store(true)
 		if ref := a.ks.ref.Load(); ref != nil {
-			_ = ref.Tell(&staleSpot{act: a.act})
+			_ = ref.TellControl(&staleSpot{act: a.act})
 		}
 		return fmt.Errorf("%w: %s/%s: %w", ErrFenced, reg.name, a.act.id, err)
 	default:

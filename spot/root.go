@@ -27,13 +27,24 @@ import (
 
 type tick struct{ at time.Time }
 
-// kindMailbox bounds a kind actor's mailbox: calls waiting for an
-// activation, claim results and control messages. A full one is ErrBusy
-// to the caller.
-const kindMailbox = 1 << 16
+// kindMailbox and kindMailboxBytes bound a kind actor's mailbox for the
+// calls waiting for an activation (a full one is ErrBusy to the caller,
+// nothing ran). Its control messages — claim and release results, ticks,
+// moves, fencing, deactivations — go through TellControl and are never
+// refused for want of budget: each answers one step the actor started.
+const (
+	kindMailbox      = 1 << 16
+	kindMailboxBytes = 64 << 20
+)
+
+// The lease, members and rebalance actors receive their own ticks and the
+// results of the store steps they started (one at a time), and "list
+// again" requests: their budgets are that bound. The spots supervisor
+// receives lifecycle messages and its children's spawn requests.
+const ownMailbox = 1024
 
 func (rt *runtime) rootSpec() actors.Spec {
-	return actors.Spec{Name: "spots", Kind: "supervisor", Supervisor: supervisor.DefaultConfig(),
+	return actors.Spec{Name: "spots", Kind: "supervisor", MaxMessages: ownMailbox, Supervisor: supervisor.DefaultConfig(),
 		Producer: func() actor.Actor { return &rootActor{rt: rt} }}
 }
 
@@ -60,17 +71,17 @@ func (a *rootActor) Receive(c actor.Context) {
 		}
 		var targets []*actors.Ref
 		if rt.role == routemesh.ObjectServer {
-			targets = append(targets, spawn(actors.Spec{Name: "lease", Kind: "lease", MaxMessages: 1024, Producer: func() actor.Actor { return &leaseActor{rt: rt} }}))
+			targets = append(targets, spawn(actors.Spec{Name: "lease", Kind: "lease", MaxMessages: ownMailbox, Producer: func() actor.Actor { return &leaseActor{rt: rt} }}))
 		}
 		if rt.role == routemesh.ObjectServer && rt.cfg.Rebalance > 0 {
-			targets = append(targets, spawn(actors.Spec{Name: "rebalance", Kind: "rebalance", MaxMessages: 1024,
+			targets = append(targets, spawn(actors.Spec{Name: "rebalance", Kind: "rebalance", MaxMessages: ownMailbox,
 				Producer: func() actor.Actor { return &rebalanceActor{rt: rt} }}))
 		}
 		if rt.role != routemesh.ObjectNone {
-			targets = append(targets, spawn(actors.Spec{Name: "members", Kind: "members", MaxMessages: 1024, Producer: func() actor.Actor { return &membersActor{rt: rt} }}))
+			targets = append(targets, spawn(actors.Spec{Name: "members", Kind: "members", MaxMessages: ownMailbox, Producer: func() actor.Actor { return &membersActor{rt: rt} }}))
 		}
 		for _, ks := range rt.order {
-			targets = append(targets, spawn(actors.Spec{Name: ks.reg.name, Kind: "spot-kind", MaxMessages: kindMailbox, Supervisor: supervisor.DefaultConfig(),
+			targets = append(targets, spawn(actors.Spec{Name: ks.reg.name, Kind: "spot-kind", MaxMessages: kindMailbox, MaxBytes: kindMailboxBytes, Supervisor: supervisor.DefaultConfig(),
 				Producer: func() actor.Actor {
 					return &kindActor{rt: rt, ks: ks, table: map[string]*entry{}, inflight: map[string]int{}}
 				}, Fold: true}))
@@ -96,7 +107,7 @@ func clock(stop chan struct{}, every time.Duration, targets []*actors.Ref) {
 			return
 		case now := <-t.C:
 			for _, ref := range targets {
-				_ = ref.Tell(&tick{at: now})
+				_ = ref.TellControl(&tick{at: now})
 			}
 		}
 	}
@@ -193,7 +204,7 @@ func (a *leaseActor) probe(c actor.Context, now time.Time) {
 			ctx, cancel := rt.storeCtx()
 			defer cancel()
 			inc, err := rt.dir.SpotIncarnation(ctx, rt.n.Mesh(), s.kind, s.id)
-			_ = self.Tell(&probeDone{s: s, tok: tok, inc: inc, err: err})
+			_ = self.TellControl(&probeDone{s: s, tok: tok, inc: inc, err: err})
 		}) {
 			rt.incs.answered(s, tok, "", errStopping)
 		}
@@ -203,7 +214,7 @@ func (a *leaseActor) probe(c actor.Context, now time.Time) {
 func (a *leaseActor) fenceInc(s *incState) {
 	for _, ks := range a.rt.order {
 		if ref := ks.ref.Load(); ref != nil {
-			_ = ref.Tell(&fenceInc{s: s})
+			_ = ref.TellControl(&fenceInc{s: s})
 		}
 	}
 }
@@ -221,7 +232,7 @@ func (a *leaseActor) newGeneration(c actor.Context, old uint64) {
 	a.rt.lease.refuse(old)
 	for _, ks := range a.rt.order {
 		if ref := ks.ref.Load(); ref != nil {
-			_ = ref.Tell(&fenceAll{gen: old})
+			_ = ref.TellControl(&fenceAll{gen: old})
 		}
 	}
 	a.begin(c, ident.Generation())
@@ -245,7 +256,7 @@ func (a *leaseActor) write(c actor.Context, gen uint64, create bool) {
 		} else {
 			err = rt.dir.RenewSpotLease(ctx, l, rt.cfg.LeaseTTL)
 		}
-		_ = self.Tell(&leaseDone{gen: gen, tok: tok, create: create, err: err})
+		_ = self.TellControl(&leaseDone{gen: gen, tok: tok, create: create, err: err})
 	})
 }
 

@@ -300,7 +300,7 @@ func (rt *runtime) deactivateAll(ctx context.Context, stopping bool, grace time.
 			continue
 		}
 		done := make(chan error, 1)
-		if err := ref.Tell(&deactivateAll{stopping: stopping, grace: grace, done: done}); err != nil {
+		if err := ref.TellControl(&deactivateAll{stopping: stopping, grace: grace, done: done}); err != nil {
 			errs = append(errs, fmt.Errorf("kind %s: %w", ks.reg.name, err))
 			continue
 		}

@@ -280,7 +280,7 @@ func (a *spotActor) last(c actor.Context, hook bool) {
 	a.abandon()
 	a.rt.clock.cancelAll(a.act) // timers stop with the activation
 	if ref := a.ks.ref.Load(); ref != nil {
-		_ = ref.Tell(&deactivated{act: a.act})
+		_ = ref.TellControl(&deactivated{act: a.act})
 	}
 	c.Poison(c.Self())
 }
