@@ -88,6 +88,7 @@ func (m *meshActor) dropPipe(p *pipe, reason error) {
 		} else {
 			n.cnt.peersLost.Add(1)
 		}
+		m.wentAway(l.rid, errors.Is(reason, errGoodbye), reason, time.Now())
 		if m.adm != nil {
 			// The lifecycle is gone only when no other pipe (a duplicate
 			// that replaced this one) is current for it.

@@ -109,6 +109,8 @@ type meshActor struct {
 	// authLogged remembers endpoint+generation pairs whose authentication
 	// failure was logged, so each is logged once.
 	authLogged map[string]struct{}
+	// gone lists the peers whose ready connection ended lately (members.go).
+	gone []GonePeer
 }
 
 func newMeshActor(n *Node) *meshActor {

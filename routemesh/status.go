@@ -193,6 +193,16 @@ type Status struct {
 	// scope first, then each Server channel): the other side of Counters
 	// and Latency, which count the calls it made.
 	Served []ServedStatus `json:"served"`
+	// Members is the mesh as this node sees it — itself, its peers, the
+	// Server channels each announced with their weights, and the peers
+	// that went away in the last ten minutes (lost or departed, why and
+	// when) — from what it holds, without a store read.
+	Members []MemberStatus `json:"members,omitempty"`
+	// Gone lists those peers' ends (at most 64, the last ten minutes), and
+	// LastPeerLost the latest one that was lost (the reason behind the
+	// peers_lost counter).
+	Gone         []GonePeer `json:"gone,omitempty"`
+	LastPeerLost *GonePeer  `json:"last_peer_lost,omitempty"`
 }
 
 // Peer returns the status of the peer with rid, if any.
@@ -270,5 +280,6 @@ func (m *meshActor) status() Status {
 		st.Peers = append(st.Peers, ps)
 	}
 	sort.Slice(st.Peers, func(i, j int) bool { return st.Peers[i].RID < st.Peers[j].RID })
+	m.members(&st, time.Now())
 	return st
 }

@@ -106,7 +106,7 @@ func (a *kindActor) Receive(c actor.Context) {
 		a.fenceInc(c, msg.s)
 	case *staleSpot:
 		if a.ks.dir.get(msg.act.id) == msg.act {
-			a.rt.stats.fenced.Add(1)
+			a.rt.fenced(a.ks.reg.name, msg.act.id, "a state write found the record moved on")
 			a.close(c, msg.act, true)
 		}
 	case *deactivateAll:
@@ -424,7 +424,7 @@ func (a *kindActor) close(c actor.Context, act *activation, fenced bool) {
 func (a *kindActor) fence(c actor.Context, gen uint64) {
 	for _, act := range a.ks.dir.all() {
 		if act.gen == gen {
-			a.rt.stats.fenced.Add(1)
+			a.rt.fenced(a.ks.reg.name, act.id, "the ownership lease was lost")
 			a.close(c, act, true)
 		}
 	}
@@ -435,7 +435,7 @@ func (a *kindActor) fence(c actor.Context, gen uint64) {
 func (a *kindActor) fenceInc(c actor.Context, s *incState) {
 	for _, act := range a.ks.dir.all() {
 		if act.inc == s {
-			a.rt.stats.fenced.Add(1)
+			a.rt.fenced(a.ks.reg.name, act.id, "the store shard that took its claim failed over or restarted")
 			a.close(c, act, true)
 		}
 	}

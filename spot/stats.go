@@ -8,6 +8,30 @@ import (
 	"github.com/zlink-go/zlink/routemesh"
 )
 
+// fenced counts an activation ended by fencing and remembers the last
+// one (kind/ID, why, when) for the live view.
+func (rt *runtime) fenced(kind, id, why string) {
+	rt.stats.fenced.Add(1)
+	rt.stats.lastFenced.Store(&Event{What: kind + "/" + id, Reason: why, At: time.Now()})
+}
+
+// Event is the last occurrence of a counted event: what, why and when.
+type Event struct {
+	What   string    `json:"what"`
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"`
+}
+
+// Member is an Object Server as this node's Spot runtime knows it (from
+// its member listing): its placement weight, the kinds it hosts (nil: not
+// listed, so every kind) and whether it drains.
+type Member struct {
+	RID             string   `json:"rid"`
+	PlacementWeight uint32   `json:"placement_weight"`
+	Kinds           []string `json:"kinds,omitempty"`
+	Draining        bool     `json:"draining,omitempty"`
+}
+
 // counters are the runtime's totals (leaf atomics).
 type counters struct {
 	redirects      atomic.Uint64 // requests answered with a redirect
@@ -24,6 +48,7 @@ type counters struct {
 	rebalanced     atomic.Uint64 // of them, by the rebalancer
 	notHosted      atomic.Uint64 // requests for a kind this node does not host
 	timerTurns     atomic.Uint64 // timer firings run as turns
+	lastFenced     atomic.Pointer[Event]
 }
 
 type kindCounters struct {
@@ -49,8 +74,12 @@ type Stats struct {
 	Kinds []KindStats `json:"kinds"`
 	// Redirects counts requests this node answered with "not owner".
 	Redirects uint64 `json:"redirects"`
-	// Fenced counts activations ended because the ownership lease was lost.
-	Fenced uint64 `json:"fenced"`
+	// Fenced counts activations ended because the ownership lease was lost
+	// (or the record moved on under them); LastFenced is the latest.
+	Fenced     uint64 `json:"fenced"`
+	LastFenced *Event `json:"last_fenced,omitempty"`
+	// Members lists the Object Servers this node knows, for placement.
+	Members []Member `json:"members,omitempty"`
 	// Overlaps counts releases that found the record changed under a live
 	// activation: evidence of a lost store write (logged too).
 	Overlaps uint64 `json:"overlaps"`
@@ -113,6 +142,12 @@ func (rt *runtime) statsNow() Stats {
 		NotHosted:  rt.stats.notHosted.Load(),
 		TimerTurns: rt.stats.timerTurns.Load(), TimersMerged: rt.clock.merged.Load(), TimerRetries: rt.clock.retried.Load(),
 		LeaseGeneration: gen, LeaseValid: valid, Cached: rt.cache.len()}
+	s.LastFenced = rt.stats.lastFenced.Load()
+	for _, m := range *rt.members.Load() {
+		if m.server {
+			s.Members = append(s.Members, Member{RID: m.rid, PlacementWeight: m.weight, Kinds: m.kinds, Draining: m.draining})
+		}
+	}
 	for _, ks := range rt.order {
 		s.Kinds = append(s.Kinds, KindStats{Kind: ks.reg.name, Active: ks.stats.active.Load(),
 			Activations: ks.stats.activations.Load(), Deactivations: ks.stats.deactivations.Load(), Turns: ks.turns.snapshot()})

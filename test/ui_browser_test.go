@@ -111,6 +111,13 @@ func TestUI_BrowserShowsWeightChangeAndNodeKill(t *testing.T) {
 	c.wait(10 * time.Second)
 	uiWaitPage(t, page, "the graph shows ui-c NotConnected", 15*time.Second,
 		peer("ui-c")+`?.dataset.state === 'NotConnected' && `+peer("ui-b")+`?.dataset.state === 'Ready'`)
+	// The dead member stays listed, as lost, with its reason; the
+	// peers-lost counter names it.
+	uiWaitPage(t, page, "the members list ui-c as lost with a reason", 15*time.Second,
+		`document.querySelector('tr.member[data-rid="ui-c"]')?.dataset.state === 'lost' && `+
+			`document.querySelector('tr.member[data-rid="ui-c"] .why')?.textContent.length > 0 && `+
+			`document.querySelector('tr.member[data-rid="ui-b"]')?.dataset.state === 'Ready' && `+
+			`/last ui-c: /.test(document.querySelector('[data-mesh="game"] .peers-lost')?.textContent)`)
 
 	var after struct {
 		NoReload bool `json:"noReload"`

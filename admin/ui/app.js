@@ -89,8 +89,9 @@
     const left = el('div', null, el('h3', { text: 'Peers' }), renderGraph(st), renderPeerIssues(st));
     const right = el('div', null,
       el('h3', { text: 'Channels' }), ...renderChannels(m.channels),
-      el('h3', { text: 'Spots' }), renderSpots(m.spots));
+      el('h3', { text: 'Spots' }), renderSpots(m.spots, at));
     sec.append(el('div', { class: 'mesh-grid' }, left, right));
+    sec.append(el('h3', { text: 'Members' }), renderMembers(st, m.spots, at));
     return sec;
   }
 
@@ -122,7 +123,8 @@
       el('span', { class: 'served' }, 'served ', el('b', { class: 'served-requests', text: served }),
         ' (errors ', el('b', { text: servedErr }), ', one-way ', el('b', { text: oneWay }),
         ', running ', el('b', { text: running }), ')'),
-      f('peers lost', c.peers_lost || 0, c.peers_lost ? 'skip' : ''),
+      el('span', { class: 'peers-lost' + (c.peers_lost ? ' skip' : '') }, 'peers lost ', el('b', { text: c.peers_lost || 0 }),
+        st.last_peer_lost ? ' (last ' + st.last_peer_lost.rid + ': ' + short(st.last_peer_lost.reason, 60) + ', ' + ago(st.last_peer_lost.at, at) + ')' : ''),
       f('select-one latency', latencyText(mesh, st, at)),
       st.failure ? f('failure', st.failure, 'skip') : null);
   }
@@ -248,7 +250,39 @@
     });
   }
 
-  function renderSpots(sp) {
+  // ago says how long before now (the snapshot's time) t was.
+  function ago(t, now) {
+    const s = Math.max(0, (Date.parse(now) - Date.parse(t)) / 1000);
+    return s < 1 ? 'just now' : s < 90 ? Math.round(s) + 's ago' : Math.round(s / 60) + 'min ago';
+  }
+
+  // renderMembers lists the mesh as the node sees it: every member with its
+  // state, Server channels and weights, and for Object Servers the
+  // placement weight, hosted kinds and drain; a peer that went away stays
+  // listed as lost or departed with why and when.
+  function renderMembers(st, sp, at) {
+    const spotMembers = new Map();
+    for (const m of (sp && sp.stats && sp.stats.members) || []) spotMembers.set(m.rid, m);
+    const rows = (st.members || []).map((m) => {
+      const om = spotMembers.get(m.rid);
+      const chans = Object.entries(m.channels || {}).sort().map(([c, w]) => c + ' ' + w).join(', ');
+      const gone = m.state === 'lost' || m.state === 'departed';
+      return el('tr', { class: 'member', data: { rid: m.rid, state: m.state } },
+        el('td', { class: 'mono', text: m.rid }),
+        el('td', null, badge(m.state, gone || m.state === 'NotConnected' ? 'bad' : m.state === 'self' || m.state === 'Ready' ? 'ok' : '')),
+        el('td', { class: 'mono', text: chans || '—' }),
+        el('td', { class: 'num', text: om ? om.placement_weight : '—' }),
+        el('td', { class: 'mono', text: om ? (om.kinds ? om.kinds.join(', ') : 'all') : '—' }),
+        el('td', { text: om && om.draining ? 'draining' : '' }),
+        el('td', { class: 'why' + (gone ? ' skip' : ''), text: m.reason ? short(m.reason, 80) + (m.since ? ' · ' + ago(m.since, at) : '') : '' }));
+    });
+    return el('table', { class: 'members' },
+      el('thead', null, el('tr', null, el('th', { text: 'RID' }), el('th', { text: 'state' }), el('th', { text: 'Server channels' }),
+        el('th', { class: 'num', text: 'placement' }), el('th', { text: 'kinds' }), el('th', { text: '' }), el('th', { text: 'why' }))),
+      el('tbody', null, rows));
+  }
+
+  function renderSpots(sp, at) {
     if (!sp || !sp.enabled) return el('p', { class: 'muted', text: 'no Spot runtime on this mesh (object role none)' });
     const s = sp.stats;
     const box = el('div', { class: 'spots' });
@@ -256,7 +290,8 @@
       el('span', null, 'role ', el('b', { text: s.role })),
       s.role === 'server' ? el('span', null, 'lease ', s.lease_valid ? badge('valid', 'ok') : badge('invalid', 'bad')) : null,
       el('span', null, 'redirects ', el('b', { text: s.redirects })),
-      el('span', { class: s.fenced ? 'skip' : '' }, 'fenced ', el('b', { text: s.fenced })),
+      el('span', { class: 'fenced' + (s.fenced ? ' skip' : '') }, 'fenced ', el('b', { text: s.fenced }),
+        s.last_fenced ? ' (last ' + s.last_fenced.what + ': ' + s.last_fenced.reason + ', ' + ago(s.last_fenced.at, at) + ')' : ''),
       el('span', { class: s.overlaps ? 'skip' : '' }, 'overlaps ', el('b', { text: s.overlaps })),
       el('span', null, 'sends dropped ', el('b', { text: s.sends_dropped })),
       el('span', { class: s.async_abandoned ? 'skip' : '' }, 'async replies abandoned ', el('b', { text: s.async_abandoned })),
