@@ -63,6 +63,20 @@ func TestHandlerPool_LimitTrimAndClose(t *testing.T) {
 	if err := o.n.work.wait(wctx); err != nil {
 		t.Fatal(err)
 	}
+	// The handlers are done; each worker goes idle just after (a worker
+	// counts its job done before it parks): wait for that.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		p.mu.Lock()
+		parked := p.workers == len(p.idle)
+		p.mu.Unlock()
+		if parked {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the workers did not go idle within 10 s")
+		}
+		time.Sleep(time.Millisecond) // poll interval of a condition wait
+	}
 	// Two trims retire every idle worker (idle since before the first).
 	p.trim()
 	p.trim()

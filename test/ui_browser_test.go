@@ -117,6 +117,7 @@ func TestUI_BrowserShowsWeightChangeAndNodeKill(t *testing.T) {
 		`document.querySelector('tr.member[data-rid="ui-c"]')?.dataset.state === 'lost' && `+
 			`document.querySelector('tr.member[data-rid="ui-c"] .why')?.textContent.length > 0 && `+
 			`document.querySelector('tr.member[data-rid="ui-b"]')?.dataset.state === 'Ready' && `+
+			`document.querySelector('tr.member[data-rid="ui-a"] .spots')?.textContent === '3' && `+
 			`/last ui-c: /.test(document.querySelector('[data-mesh="game"] .peers-lost')?.textContent)`)
 
 	var after struct {

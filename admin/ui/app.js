@@ -263,6 +263,9 @@
   function renderMembers(st, sp, at) {
     const spotMembers = new Map();
     for (const m of (sp && sp.stats && sp.stats.members) || []) spotMembers.set(m.rid, m);
+    // Spot counts are known for this node only (its own activations).
+    let ownSpots = null;
+    if (sp && sp.stats && sp.stats.role === 'server') ownSpots = (sp.stats.kinds || []).reduce((a, k) => a + k.active, 0);
     const rows = (st.members || []).map((m) => {
       const om = spotMembers.get(m.rid);
       const chans = Object.entries(m.channels || {}).sort().map(([c, w]) => c + ' ' + w).join(', ');
@@ -273,12 +276,14 @@
         el('td', { class: 'mono', text: chans || '—' }),
         el('td', { class: 'num', text: om ? om.placement_weight : '—' }),
         el('td', { class: 'mono', text: om ? (om.kinds ? om.kinds.join(', ') : 'all') : '—' }),
+        el('td', { class: 'num spots', text: m.self && ownSpots !== null ? ownSpots : '—' }),
         el('td', { text: om && om.draining ? 'draining' : '' }),
         el('td', { class: 'why' + (gone ? ' skip' : ''), text: m.reason ? short(m.reason, 80) + (m.since ? ' · ' + ago(m.since, at) : '') : '' }));
     });
     return el('table', { class: 'members' },
       el('thead', null, el('tr', null, el('th', { text: 'RID' }), el('th', { text: 'state' }), el('th', { text: 'Server channels' }),
-        el('th', { class: 'num', text: 'placement' }), el('th', { text: 'kinds' }), el('th', { text: '' }), el('th', { text: 'why' }))),
+        el('th', { class: 'num', text: 'placement' }), el('th', { text: 'kinds' }), el('th', { class: 'num', text: 'Spots' }),
+        el('th', { text: '' }), el('th', { text: 'why' }))),
       el('tbody', null, rows));
   }
 
