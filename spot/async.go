@@ -10,6 +10,7 @@ import (
 	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/internal/zerr"
 	"github.com/zlink-go/zlink/routemesh"
+	"github.com/zlink-go/zlink/wire"
 )
 
 // Reply is the one terminal result of an asynchronous call a Spot's turn
@@ -34,8 +35,92 @@ func (k *Kind[S]) OnReply(f func(c *Context, s *S, r *Reply)) *Replies {
 		k.refuse("kind %s: nil OnReply", k.reg.name)
 		return &Replies{reg: k.reg}
 	}
-	k.reg.onReply = func(c *Context, state any, r *Reply) { f(c, state.(*S), r) }
+	k.reg.rawReply = func(c *Context, state any, r *Reply) { f(c, state.(*S), r) }
+	k.reg.dispatchReplies()
 	return &Replies{reg: k.reg}
+}
+
+// dispatchReplies makes onReply hand each Reply to the typed handler of
+// its packet (OnReplyOf), else to the raw one (OnReply).
+func (reg *kindReg) dispatchReplies() {
+	reg.onReply = func(c *Context, state any, r *Reply) {
+		if tt, ok := r.Tag.(*typedTag); ok {
+			if h := reg.typedReplies[tt.packet]; h != nil {
+				r.Tag = tt.tag
+				h(c, state, r)
+				return
+			}
+			r.Tag = tt.tag
+		}
+		if reg.rawReply != nil {
+			reg.rawReply(c, state, r)
+		}
+	}
+}
+
+// typedTag carries a typed asynchronous call's packet with its tag.
+type typedTag struct {
+	packet string
+	tag    any
+}
+
+// AsyncOf starts typed asynchronous calls of packet p from the turns of
+// the kind whose OnReplyOf returned it; each call's one terminal result
+// comes back to that handler, decoded, as a turn of its own.
+type AsyncOf[Req, Resp any] struct {
+	r *Replies
+	p wire.Packet[Req, Resp]
+}
+
+// OnReplyOf sets the typed handler of the replies to packet p's
+// asynchronous calls and returns what starts them. f gets the decoded
+// reply, or the call's error (ErrBadPayload for a reply that does not
+// decode), and the tag the turn gave.
+func OnReplyOf[S, Req, Resp any](k *Kind[S], p wire.Packet[Req, Resp], f func(c *Context, s *S, resp Resp, err error, tag any)) *AsyncOf[Req, Resp] {
+	if f == nil {
+		k.refuse("kind %s: nil OnReplyOf for packet %s", k.reg.name, p.Name())
+	} else {
+		if k.reg.typedReplies == nil {
+			k.reg.typedReplies = map[string]func(c *Context, state any, r *Reply){}
+		}
+		k.reg.typedReplies[p.Name()] = func(c *Context, state any, r *Reply) {
+			var resp Resp
+			err := r.Err
+			if err == nil {
+				resp, err = p.DecodeReply(r.Payload)
+			}
+			f(c, state.(*S), resp, err, r.Tag)
+		}
+		k.reg.dispatchReplies()
+	}
+	return &AsyncOf[Req, Resp]{r: &Replies{reg: k.reg}, p: p}
+}
+
+// CallSpot starts a typed request to the Spot (kind, id) (Replies.CallSpot).
+func (a *AsyncOf[Req, Resp]) CallSpot(c *Context, kind, id string, req Req, timeout time.Duration, tag any) error {
+	b, err := a.p.EncodeRequest(req)
+	if err != nil {
+		return err
+	}
+	return a.r.CallSpot(c, kind, id, a.p.Name(), b, timeout, &typedTag{packet: a.p.Name(), tag: tag})
+}
+
+// Call starts a typed channel request (Replies.Call).
+func (a *AsyncOf[Req, Resp]) Call(c *Context, channel string, req Req, timeout time.Duration, tag any) error {
+	b, err := a.p.EncodeRequest(req)
+	if err != nil {
+		return err
+	}
+	return a.r.Call(c, channel, a.p.Name(), b, timeout, &typedTag{packet: a.p.Name(), tag: tag})
+}
+
+// CallNode starts a typed Node-direct request to rid (Replies.CallNode).
+func (a *AsyncOf[Req, Resp]) CallNode(c *Context, rid string, req Req, timeout time.Duration, tag any) error {
+	b, err := a.p.EncodeRequest(req)
+	if err != nil {
+		return err
+	}
+	return a.r.CallNode(c, rid, a.p.Name(), b, timeout, &typedTag{packet: a.p.Name(), tag: tag})
 }
 
 // Replies starts asynchronous calls from the turns of the kind whose

@@ -42,9 +42,25 @@ type activation struct {
 	// time) and, before the first turn of an adopted activation, by the
 	// message that restores them; the node's clock keeps their schedule.
 	timers map[string]*timerData
+
+	// open lists the requests left open (Defer), touched by the Spot's
+	// turns; openN counts them for the idle sweep. saveNow is the Spot's
+	// save before a deferred reply (ReplyAfterWrite kinds; nil otherwise).
+	open    map[*openReq]struct{}
+	openN   atomic.Int64
+	saveNow func() error
 }
 
 func (a *activation) touch(now time.Time) { a.lastUsed.Store(now.UnixNano()) }
+
+// saveForReply saves the Spot's state before a deferred reply when its
+// kind replies after writes.
+func (a *activation) saveForReply() error {
+	if a.saveNow == nil {
+		return nil
+	}
+	return a.saveNow()
+}
 
 // waitsOn reports whether the chain holds a call this activation is
 // waiting on right now: a turn of it is blocked in that call, so queueing

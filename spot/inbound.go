@@ -17,6 +17,8 @@ type delivery struct {
 	// admitted is the size admitted against the Spot's budgets while it
 	// waits in the reentry queue (0 elsewhere: the mailbox counts it).
 	admitted int64
+	// deferred is set when the handler left the request open (Defer).
+	deferred *openReq
 }
 
 // Size is what the Spot's byte budget counts.

@@ -37,7 +37,9 @@ type kindReg struct {
 	sends        map[string]sendFn
 	onActivate   func(c *Context, state any) error
 	onDeactivate func(c *Context, state any)
-	onReply      func(c *Context, state any, r *Reply)
+	onReply      func(c *Context, state any, r *Reply) // dispatches to the two below
+	rawReply     func(c *Context, state any, r *Reply)
+	typedReplies map[string]func(c *Context, state any, r *Reply)
 	persist      *Persistence
 	encode       func(state any) ([]byte, error)
 	decode       func(version uint32, data []byte) (any, error)
@@ -231,8 +233,9 @@ type Context struct {
 	act   *activation
 	rt    *runtime
 	ks    *kindState
-	chain []link // the chain this turn was called with
-	turn  uint64 // the turn in a reentrant kind's turn stack (0: other kinds)
+	chain []link    // the chain this turn was called with
+	turn  uint64    // the turn in a reentrant kind's turn stack (0: other kinds)
+	req   *delivery // the request this turn runs (nil in other turns): Defer
 }
 
 // What started a turn (Context.Source).

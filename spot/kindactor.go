@@ -383,7 +383,7 @@ func (a *kindActor) sweep(c actor.Context, now time.Time) {
 			}
 			return
 		}
-		if act.lastUsed.Load() < cut && act.turn.Load() == 0 && act.ref.Quota().Stats().Depth == 0 {
+		if act.lastUsed.Load() < cut && act.turn.Load() == 0 && act.openN.Load() == 0 && act.ref.Quota().Stats().Depth == 0 {
 			close = append(close, act)
 		}
 	})

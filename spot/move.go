@@ -375,6 +375,7 @@ func (a *spotActor) lastForMove(c actor.Context, m *handoff) {
 	a.abandon()              // replies to its asynchronous calls do not move with it
 	m.timers = a.encodeTimers()
 	rt.clock.cancelAll(a.act)
+	rt.endOpen(a.act, "the Spot moved")
 	c.Poison(c.Self())
 	m.done <- nil
 }

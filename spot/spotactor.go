@@ -80,6 +80,9 @@ func (a *spotActor) start(c actor.Context) {
 	if reg.reentrant {
 		a.act.re.setRun(a.runReentrant)
 	}
+	if p := reg.persist; p != nil && p.ReplyAfterWrite {
+		a.act.saveNow = a.afterWrite
+	}
 	if reg.onActivate == nil {
 		return
 	}
@@ -159,6 +162,9 @@ func (a *spotActor) run(d *delivery, t uint64) {
 			return
 		}
 	}
+	if len(a.act.open) > 0 {
+		a.act.forgetEnded()
+	}
 	prev := a.act.turn.Load()
 	a.turns++
 	a.act.turn.Store(a.turns)
@@ -209,6 +215,7 @@ func runTurn(rt *runtime, ks *kindState, act *activation, state any, d *delivery
 	ctx, cancel := context.WithDeadline(rt.base, d.r.Deadline)
 	ctx, sp := rt.startTurn(ctx, ks, act, d)
 	hc := turnContext(rt, ks, act, ctx, d.r.From, d.h.chain, turn)
+	hc.req = d
 	hc.Source = SourceRequest
 	if d.r.OneWay || d.h.flags&flagSendAsCall != 0 {
 		hc.Source = SourceSend
@@ -229,6 +236,12 @@ func runTurn(rt *runtime, ks *kindState, act *activation, state any, d *delivery
 	cancel()
 	if err == nil && beforeReply != nil {
 		err = beforeReply()
+	}
+	if d.deferred != nil {
+		// Left open: a later turn answers it (deferred.go).
+		endTurn(sp, nil)
+		ks.turns.count(d.h.packet, hc.Source, nil)
+		return
 	}
 	switch {
 	case !rt.valid(act, time.Now()):
@@ -279,6 +292,7 @@ func (a *spotActor) last(c actor.Context, hook bool) {
 	}
 	a.abandon()
 	a.rt.clock.cancelAll(a.act) // timers stop with the activation
+	a.rt.endOpen(a.act, "the Spot deactivated")
 	if ref := a.ks.ref.Load(); ref != nil {
 		_ = ref.TellControl(&deactivated{act: a.act})
 	}
@@ -289,6 +303,7 @@ func (a *spotActor) last(c actor.Context, hook bool) {
 // turn stack goes with the turn: what was queued for it becomes ordinary
 // messages of the Spot.
 func (a *spotActor) MessageFailed(msg any) {
+	a.rt.endOpen(a.act, "the Spot's handler panicked")
 	if a.ks.reg.reentrant {
 		q := a.act.ref.Quota()
 		for _, d := range a.act.re.reset() {
