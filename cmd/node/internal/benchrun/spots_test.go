@@ -46,6 +46,8 @@ func TestSpotsBench_Quick(t *testing.T) {
 		`heap actors=\d+ protoactor\s+` + `(-?[0-9.]+)` + ` B/actor`,
 		`rehome servers=3 spots=\d+ on the crashed node \S+: ` + num,
 		`rehome \d+ Spots answered from another server: first \S+\s+p50 \S+\s+all (\S+) after the crash`,
+		`timers spots=\d+ period=50ms window=\S+\s+firings ` + num + ` \(\d+% of due\)\s+merged \d+\s+cpu/firing [0-9.]+µs\s+lateness p50 \S+ p99 \S+`,
+		`goal timers lateness p99 <= 5ms at (\d+) Spots × 20 Hz: \S+, (?:met|missed)`,
 	} {
 		m := regexp.MustCompile(re).FindStringSubmatch(text)
 		if m == nil {
