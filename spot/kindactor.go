@@ -1,6 +1,7 @@
 package spot
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"time"
@@ -204,6 +205,18 @@ func (a *kindActor) deliver(act *activation, d *delivery) {
 		return
 	}
 	if err := act.ref.Tell(d); err != nil {
+		if errors.Is(err, actors.ErrStopped) {
+			// Its last turn has run and its deactivation is on the way:
+			// the call waits for it and goes to the next activation.
+			a.ks.dir.setClosing(act)
+			e := a.table[act.id]
+			if e == nil {
+				e = &entry{state: closing, act: act}
+				a.table[act.id] = e
+			}
+			e.pending = append(e.pending, d)
+			return
+		}
 		a.rt.answer(d.r, &d.h, errorReply(fmt.Errorf("%w: spot %s/%s: %w", zerr.ErrBusy, a.ks.reg.name, act.id, err)))
 	}
 }
