@@ -1,7 +1,6 @@
 package spot
 
 import (
-	"context"
 	"encoding/binary"
 	"fmt"
 	"sync"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/zlink-go/zlink/routemesh"
 
 	"github.com/zlink-go/zlink/spot/internal/timers"
 	"github.com/zlink-go/zlink/wire"
@@ -167,8 +165,11 @@ type timerClock struct {
 	mu      sync.Mutex
 	m       *timers.Machine
 	acts    map[uint64]*activation // activations holding timers
-	wake    chan struct{}          // cap 1: the earliest due time may have moved
+	wake    chan struct{}          // cap 1: the earliest due time moved before sleepUntil
 	running bool
+	// sleepUntil is when the clock's goroutine wakes next (zero: not
+	// before a change): a change earlier than that wakes it.
+	sleepUntil time.Time
 
 	fired, merged, retried atomic.Uint64
 }
@@ -185,14 +186,27 @@ func (k *timerClock) set(act *activation, name string, due time.Time, period tim
 	k.acts[act.seq] = act
 	start := !k.running
 	k.running = true
+	wake := k.earlierLocked(due)
 	k.mu.Unlock()
 	if start && !k.rt.goStore(k.run) {
 		k.mu.Lock()
 		k.running = false
 		k.mu.Unlock()
 	}
-	k.poke()
+	if wake {
+		k.poke()
+	}
 	return gen
+}
+
+// earlierLocked reports whether due comes before the time the clock's
+// goroutine sleeps until (then it must be woken).
+func (k *timerClock) earlierLocked(due time.Time) bool {
+	if k.sleepUntil.IsZero() || due.Before(k.sleepUntil) {
+		k.sleepUntil = due
+		return true
+	}
+	return false
 }
 
 func (k *timerClock) poke() {
@@ -229,15 +243,32 @@ func (k *timerClock) left(act *activation, name string, now time.Time) (time.Dur
 
 // taken is the Spot's side of a firing: it reports the due times merged
 // into it, and false when the timer changed since (the firing is stale).
+// The clock is woken only when the timer's next due time comes before the
+// time it sleeps until.
 func (k *timerClock) taken(act *activation, name string, gen uint64) (int, bool) {
+	key := timers.Key{Act: act.seq, Name: name}
 	k.mu.Lock()
-	merged, ok := k.m.Taken(timers.Key{Act: act.seq, Name: name}, gen, time.Now())
+	merged, ok := k.m.Taken(key, gen, time.Now())
+	wake := false
+	if ok {
+		if due, _, _, still := k.m.Due(key); still {
+			wake = k.earlierLocked(due)
+		}
+	}
 	k.mu.Unlock()
 	if ok {
 		k.merged.Add(uint64(merged))
+	}
+	if wake {
 		k.poke()
 	}
 	return merged, ok
+}
+
+// due is one firing with the activation it goes to.
+type due struct {
+	f   timers.Firing
+	act *activation
 }
 
 // run is the clock's goroutine: tick, post what is due, sleep until the
@@ -245,13 +276,21 @@ func (k *timerClock) taken(act *activation, name string, gen uint64) (int, bool)
 func (k *timerClock) run() {
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
+	var batch []due
 	for {
 		now := time.Now()
 		k.mu.Lock()
-		due, next := k.m.Tick(now)
+		fired, next := k.m.Tick(now)
+		batch = batch[:0]
+		for _, f := range fired {
+			if act := k.acts[f.Key.Act]; act != nil {
+				batch = append(batch, due{f: f, act: act})
+			}
+		}
+		k.sleepUntil = next
 		k.mu.Unlock()
-		for _, f := range due {
-			k.post(f, now)
+		for _, d := range batch {
+			k.post(d, now)
 		}
 		wait := time.Hour
 		if !next.IsZero() {
@@ -272,22 +311,21 @@ func (k *timerClock) run() {
 
 // post hands one firing to its Spot; a full mailbox merges it into the
 // next due time (a one-shot timer is tried again shortly).
-func (k *timerClock) post(f timers.Firing, now time.Time) {
-	k.mu.Lock()
-	act := k.acts[f.Key.Act]
-	k.mu.Unlock()
-	if act == nil {
-		return
-	}
+func (k *timerClock) post(d due, now time.Time) {
+	f := d.f
 	k.fired.Add(1)
 	k.merged.Add(uint64(f.Merged))
-	if act.ref.Tell(&timerFire{name: f.Key.Name, gen: f.Gen}) == nil {
+	if d.act.ref.Tell(&timerFire{name: f.Key.Name, gen: f.Gen}) == nil {
 		return
 	}
 	k.retried.Add(1)
 	k.mu.Lock()
 	k.m.Retry(f.Key, f.Gen, now.Add(timerRetry))
+	wake := k.earlierLocked(now.Add(timerRetry))
 	k.mu.Unlock()
+	if wake {
+		k.poke()
+	}
 }
 
 // fire runs one firing of a timer as a turn of the Spot: the kind's
@@ -318,9 +356,10 @@ func (a *spotActor) fire(c actor.Context, f *timerFire) {
 	prev := a.act.turn.Load()
 	a.turns++
 	a.act.turn.Store(a.turns)
-	ctx, cancel := context.WithTimeout(rt.base, routemesh.DefaultRequestTimeout)
+	// A timer turn has no caller and no deadline of its own: the runtime's
+	// context (a timer per firing would cost more than the firing).
 	t := a.enter()
-	hc := a.context(ctx, "", nil, t)
+	hc := a.context(rt.base, "", nil, t)
 	hc.Source = SourceTimer
 	if fn := reg.sends[td.Packet]; fn != nil {
 		fn(hc, a.state, td.Payload)
@@ -328,7 +367,6 @@ func (a *spotActor) fire(c actor.Context, f *timerFire) {
 		_, _ = fn(hc, a.state, td.Payload) // nobody waits for the reply
 	}
 	a.leave(c, t)
-	cancel()
 	a.act.turn.Store(prev)
 	rt.stats.timerTurns.Add(1)
 	a.ks.turns.count(td.Packet, SourceTimer, nil)
