@@ -108,6 +108,7 @@ func clock(stop chan struct{}, every time.Duration, targets []*actors.Ref) {
 type leaseActor struct {
 	rt       *runtime
 	inflight bool
+	renewed  time.Time // the clock tick that sent the last renewal
 }
 
 type leaseDone struct {
@@ -120,7 +121,7 @@ func (a *leaseActor) Receive(c actor.Context) {
 	rt := a.rt
 	switch msg := c.Message().(type) {
 	case *actor.Started:
-		a.inflight = false
+		a.inflight, a.renewed = false, time.Time{}
 		if gen, _ := rt.lease.holder(time.Now()); gen == 0 {
 			a.begin(c, rt.n.Generation())
 		}
@@ -137,9 +138,13 @@ func (a *leaseActor) Receive(c actor.Context) {
 			a.newGeneration(c, gen)
 			return
 		}
-		if a.inflight {
+		// A renewal every RenewEvery (the clock ticks faster): the first
+		// tick at least RenewEvery less half a tick after the last one.
+		half := min(rt.cfg.RenewEvery/2, 250*time.Millisecond) / 2
+		if a.inflight || (!a.renewed.IsZero() && msg.at.Sub(a.renewed) < rt.cfg.RenewEvery-half) {
 			return
 		}
+		a.renewed = msg.at
 		a.write(c, gen, false)
 	case *probeDone:
 		if rt.incs.answered(msg.s, msg.tok, msg.inc, msg.err) {
@@ -162,6 +167,7 @@ func (a *leaseActor) Receive(c actor.Context) {
 			a.newGeneration(c, msg.gen)
 		default: // unknown outcome (store down, unconfirmed): not counted
 			rt.lease.lost(msg.gen, msg.tok)
+			a.renewed = time.Time{} // try again on the next tick
 			if msg.create {
 				a.write(c, msg.gen, true)
 			}
