@@ -45,18 +45,18 @@ const (
 // by msgpack.Marshal (a map keyed by the short field names); read by
 // decodeDescriptor, which accepts any msgpack encoding of the same map.
 type descriptorRecord struct {
-	Mesh             string            `msgpack:"m"`
-	RID              string            `msgpack:"r"`
-	Generation       uint64            `msgpack:"g"`
-	Revision         uint64            `msgpack:"v"`
-	Endpoint         string            `msgpack:"e"`
-	Servers          serverWeights     `msgpack:"s"`
-	ObjectRole       uint8             `msgpack:"o"`
-	PlacementWeight  uint32            `msgpack:"w"`
-	SecurityIdentity string            `msgpack:"i"`
-	Protocol         uint16            `msgpack:"p"`
-	Draining         bool              `msgpack:"d"`
-	Discovers        bool              `msgpack:"a"`
+	Mesh             string        `msgpack:"m"`
+	RID              string        `msgpack:"r"`
+	Generation       uint64        `msgpack:"g"`
+	Revision         uint64        `msgpack:"v"`
+	Endpoint         string        `msgpack:"e"`
+	Servers          serverWeights `msgpack:"s"`
+	ObjectRole       uint8         `msgpack:"o"`
+	PlacementWeight  uint32        `msgpack:"w"`
+	SecurityIdentity string        `msgpack:"i"`
+	Protocol         uint16        `msgpack:"p"`
+	Draining         bool          `msgpack:"d"`
+	Discovers        bool          `msgpack:"a"`
 	// Kinds is written only when the descriptor lists its kinds (non-nil,
 	// possibly empty); a reader of an older version skips it.
 	Kinds *[]string `msgpack:"k,omitempty"`
