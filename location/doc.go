@@ -28,10 +28,37 @@
 // Delete fail with ErrNotFound, and a lower revision of the same generation
 // makes PutDescriptor fail with ErrFenced.
 //
-// Watch pushes change hints; consumers re-read and also rely on the store's
-// polling (every PollInterval) to see expiries and recover lost pushes.
-// Watch channels are bounded; a slow consumer gets events coalesced per RID
-// and never blocks a writer.
+// # Following a mesh
+//
+// A mesh's descriptors carry a revision (MeshRevision), the way a cluster
+// map does: every descriptor that appears, changes (not a renewal), is
+// deleted or expires moves it, and a change log remembers which RID
+// changed at which revision. A reader follows the mesh with a view of its
+// own: DescriptorChanges from the zero revision reads everything once,
+// then DescriptorChanges since the view's revision reads only what
+// changed; DescriptorRevision, one small read, tells whether anything did.
+// None of the three reads every descriptor, except a Full answer (a new
+// reader, one further behind than the log keeps — the last 1024 removals
+// — or a store that lost its log, which then starts a new epoch). The
+// cost of following a mesh at rest is so the same for every node, however
+// many nodes the mesh has.
+//
+// Expired leases need a sweep: ExpireDescriptors finds them through an
+// index of lease ends read by range (on Redis; Memory checks each lease in
+// memory) and removes them as deletes, so the revision moves and watches
+// get a delete hint. Every Redis watch of a mesh sweeps it now and then —
+// each at random about every PollInterval × live descriptors — so that
+// the watches of a mesh sweep it about once per PollInterval together (a
+// Memory watch sweeps every poll interval: no I/O).
+//
+// Watch pushes change hints at once (on Redis each push names the revision
+// it brought); a poll every PollInterval reads the revision and, when it
+// is beyond what the pushes said, what changed, so a lost push is
+// recovered. On Redis the poll takes the revision another caller of the
+// same store read within the interval instead of reading it again (a
+// routemesh node's discovery reads it every DiscoveryPoll). Watch channels
+// are bounded; a slow consumer gets events coalesced per RID and never
+// blocks a writer.
 //
 // # The Spot directory
 //
@@ -90,10 +117,17 @@
 // contain '{' or '}'.
 //
 //	<prefix>:{mesh:<M>}:node:<RID>          HASH gen, rev, d (msgpack descriptor); PEXPIRE = descriptor TTL
-//	<prefix>:{mesh:<M>}:nodes               SET of RIDs; members pruned lazily when their node key expired;
-//	                                        PEXPIRE extended to the longest lease put or renewed
-//	<prefix>:{mesh:<M>}:events              pub/sub channel; payload "p <RID>" (put/changed) or "d <RID>" (deleted),
-//	                                        published by the writing script; no event for a renewal or an expiry
+//	<prefix>:{mesh:<M>}:live                ZSET RID → end of its lease (ms, server clock); written by put and
+//	                                        renew; the sweep reads the ended ones by range
+//	<prefix>:{mesh:<M>}:changed             ZSET RID → revision of its last change (live RIDs)
+//	<prefix>:{mesh:<M>}:gone                ZSET RID → revision of its removal (the newest 1024)
+//	<prefix>:{mesh:<M>}:rev                 HASH epoch (16 hex digits, new for a new log), seq (the revision),
+//	                                        floor (the newest removal the log forgot)
+//	                                        (live, changed, gone, rev: PEXPIRE an hour, or twice the longest
+//	                                        lease, set again by a change or sweep once less than half is left)
+//	<prefix>:{mesh:<M>}:events              pub/sub channel; payload "p <epoch> <seq> <RID>" (put/changed) or
+//	                                        "d <epoch> <seq> <RID>" (deleted or expired), published by the
+//	                                        writing script; no event for a renewal
 //	<prefix>:{fanout:<C>}:pub:<RID>         HASH gen, d (msgpack publisher); PEXPIRE = publisher TTL
 //	<prefix>:{fanout:<C>}:pubs              SET of publisher RIDs; pruned lazily like nodes
 //	<prefix>:{spot:<M>:<kind>:<id>}         HASH owner, gen, epoch; no TTL; after a release owner and gen are ""
@@ -102,9 +136,14 @@
 //	<prefix>:{spotlease:<M>:<RID>}:tomb:<gen>
 //	                                        STRING "1"; PEXPIRE = tombTTL of the check that found the lease gone
 //
-// Compare-and-set operations (put with revision check, renew, delete, list
-// with pruning, every Spot directory step) are Lua scripts run with EVALSHA
-// (EVAL after a Redis restart or failover). Generations and epochs are
+// Compare-and-set operations (put with revision check, renew, delete,
+// sweep, reading the changes, every Spot directory step) are Lua scripts
+// run with EVALSHA (EVAL after a Redis restart or failover). A descriptor
+// renewal is HGET, PEXPIRE, TIME and ZADD; a sweep that finds nothing,
+// TIME, ZRANGEBYSCORE, ZCARD and PTTL; DescriptorRevision one HMGET; a
+// read of the changes two range reads plus one HMGET per changed record:
+// none grows with the mesh. Connections idle for 5 s are checked with a
+// PING. Generations and epochs are
 // stored as decimal strings and compared as strings, so uint64 values keep
 // full precision; no script computes with them.
 //
@@ -124,7 +163,7 @@
 // Every Redis call is bounded: by the caller's ctx deadline, or by
 // RedisConfig.OpTimeout when ctx has none. While Redis is unreachable calls
 // fail with an error; the client reconnects on its own, Watch resubscribes
-// and re-lists.
+// and reads what changed.
 //
 // # Connecting securely
 //

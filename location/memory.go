@@ -43,6 +43,8 @@ type Memory struct {
 	mu       sync.Mutex // guards everything below; taken before watcher.mu
 	closed   bool
 	nodes    map[string]map[string]memNode // mesh → RID
+	logs     map[string]*memLog            // mesh → its change log
+	epoch    string                        // the change logs' epoch (one per store)
 	pubs     map[string]map[string]memPub  // channel → RID
 	spots    map[spotKey]Ownership         // OwnerRID "" marks a released record that keeps its epoch
 	leases   expiring[SpotLease]           // Spot leases
@@ -56,6 +58,14 @@ type Memory struct {
 type memNode struct {
 	d       Descriptor
 	expires time.Time
+}
+
+// memLog is a mesh's change log: the revision, the last change of every
+// live RID and the newest goneKeep removals.
+type memLog struct {
+	seq, floor uint64
+	changed    map[string]uint64 // live RID → seq of its last change
+	gone       map[string]uint64 // removed RID → seq of its removal
 }
 
 type memPub struct {
@@ -73,6 +83,8 @@ func NewMemory(opts ...MemoryOption) *Memory {
 		now:      time.Now,
 		poll:     DefaultPollInterval,
 		nodes:    make(map[string]map[string]memNode),
+		logs:     make(map[string]*memLog),
+		epoch:    "memory-" + newEpoch(),
 		pubs:     make(map[string]map[string]memPub),
 		spots:    make(map[spotKey]Ownership),
 		leases:   newExpiring[SpotLease](),
@@ -128,7 +140,47 @@ func (m *Memory) deleteNodeLocked(mesh, rid string) {
 	if len(m.nodes[mesh]) == 0 {
 		delete(m.nodes, mesh)
 	}
+	lg := m.logLocked(mesh)
+	lg.seq++
+	delete(lg.changed, rid)
+	lg.gone[rid] = lg.seq
+	if len(lg.gone) > goneKeep {
+		oldest, at := "", uint64(0)
+		for r, seq := range lg.gone {
+			if oldest == "" || seq < at {
+				oldest, at = r, seq
+			}
+		}
+		delete(lg.gone, oldest)
+		lg.floor = max(lg.floor, at)
+	}
 	m.emitLocked(mesh, EventDelete, rid)
+}
+
+// changedLocked logs that rid appeared or changed.
+func (m *Memory) changedLocked(mesh, rid string) {
+	lg := m.logLocked(mesh)
+	lg.seq++
+	lg.changed[rid] = lg.seq
+	delete(lg.gone, rid)
+	m.emitLocked(mesh, EventPut, rid)
+}
+
+func (m *Memory) logLocked(mesh string) *memLog {
+	lg := m.logs[mesh]
+	if lg == nil {
+		lg = &memLog{changed: map[string]uint64{}, gone: map[string]uint64{}}
+		m.logs[mesh] = lg
+	}
+	return lg
+}
+
+func (m *Memory) revisionLocked(mesh string) MeshRevision {
+	rev := MeshRevision{Epoch: m.epoch}
+	if lg := m.logs[mesh]; lg != nil {
+		rev.Seq = lg.seq
+	}
+	return rev
 }
 
 func (m *Memory) sweepLocked(mesh string, now time.Time) {
@@ -160,7 +212,7 @@ func (m *Memory) PutDescriptor(ctx context.Context, d Descriptor, ttl time.Durat
 	d = d.Clone()
 	m.nodes[d.Mesh][d.RID] = memNode{d: d, expires: now.Add(ttl)}
 	if !ok || !descriptorEqual(old.d, d) {
-		m.emitLocked(d.Mesh, EventPut, d.RID)
+		m.changedLocked(d.Mesh, d.RID)
 	}
 	return nil
 }
@@ -236,6 +288,69 @@ func (m *Memory) GetDescriptor(ctx context.Context, mesh, rid string) (Descripto
 		return Descriptor{}, fmt.Errorf("%w: descriptor %s/%s", ErrNotFound, mesh, rid)
 	}
 	return n.d.Clone(), nil
+}
+
+// DescriptorRevision implements Store (after sweeping lapsed leases).
+func (m *Memory) DescriptorRevision(ctx context.Context, mesh string) (MeshRevision, error) {
+	if err := validMesh(mesh); err != nil {
+		return MeshRevision{}, err
+	}
+	if err := m.lock(ctx); err != nil {
+		return MeshRevision{}, err
+	}
+	defer m.mu.Unlock()
+	m.sweepLocked(mesh, m.now())
+	return m.revisionLocked(mesh), nil
+}
+
+// DescriptorChanges implements Store (after sweeping lapsed leases).
+func (m *Memory) DescriptorChanges(ctx context.Context, mesh string, since MeshRevision) (DescriptorChanges, error) {
+	if err := validMesh(mesh); err != nil {
+		return DescriptorChanges{}, err
+	}
+	if err := m.lock(ctx); err != nil {
+		return DescriptorChanges{}, err
+	}
+	defer m.mu.Unlock()
+	m.sweepLocked(mesh, m.now())
+	out := DescriptorChanges{Revision: m.revisionLocked(mesh)}
+	lg := m.logs[mesh]
+	var floor uint64
+	if lg != nil {
+		floor = lg.floor
+	}
+	out.Full = since.Epoch != out.Revision.Epoch || since.Seq > out.Revision.Seq || since.Seq < floor
+	for rid, n := range m.nodes[mesh] {
+		if out.Full || (lg != nil && lg.changed[rid] > since.Seq) {
+			out.Put = append(out.Put, n.d.Clone())
+		}
+	}
+	if !out.Full && lg != nil {
+		for rid, seq := range lg.gone {
+			if seq > since.Seq {
+				out.Gone = append(out.Gone, rid)
+			}
+		}
+	}
+	slices.SortFunc(out.Put, func(a, b Descriptor) int { return cmp.Compare(a.RID, b.RID) })
+	slices.Sort(out.Gone)
+	return out, nil
+}
+
+// ExpireDescriptors implements Store: a sweep of the mesh (in memory, no
+// I/O).
+func (m *Memory) ExpireDescriptors(ctx context.Context, mesh string) (removed, live int, err error) {
+	if err := validMesh(mesh); err != nil {
+		return 0, 0, err
+	}
+	if err := m.lock(ctx); err != nil {
+		return 0, 0, err
+	}
+	defer m.mu.Unlock()
+	before := len(m.nodes[mesh])
+	m.sweepLocked(mesh, m.now())
+	live = len(m.nodes[mesh])
+	return before - live, live, nil
 }
 
 // Watch implements Store. Expired leases are announced by a sweep every

@@ -2,6 +2,8 @@ package location
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -43,21 +45,45 @@ const (
 // by msgpack.Marshal (a map keyed by the short field names); read by
 // decodeDescriptor, which accepts any msgpack encoding of the same map.
 type descriptorRecord struct {
-	Mesh             string            `msgpack:"m"`
-	RID              string            `msgpack:"r"`
-	Generation       uint64            `msgpack:"g"`
-	Revision         uint64            `msgpack:"v"`
-	Endpoint         string            `msgpack:"e"`
-	Servers          map[string]uint16 `msgpack:"s"`
-	ObjectRole       uint8             `msgpack:"o"`
-	PlacementWeight  uint32            `msgpack:"w"`
-	SecurityIdentity string            `msgpack:"i"`
-	Protocol         uint16            `msgpack:"p"`
-	Draining         bool              `msgpack:"d"`
-	Discovers        bool              `msgpack:"a"`
+	Mesh             string        `msgpack:"m"`
+	RID              string        `msgpack:"r"`
+	Generation       uint64        `msgpack:"g"`
+	Revision         uint64        `msgpack:"v"`
+	Endpoint         string        `msgpack:"e"`
+	Servers          serverWeights `msgpack:"s"`
+	ObjectRole       uint8         `msgpack:"o"`
+	PlacementWeight  uint32        `msgpack:"w"`
+	SecurityIdentity string        `msgpack:"i"`
+	Protocol         uint16        `msgpack:"p"`
+	Draining         bool          `msgpack:"d"`
+	Discovers        bool          `msgpack:"a"`
 	// Kinds is written only when the descriptor lists its kinds (non-nil,
 	// possibly empty); a reader of an older version skips it.
 	Kinds *[]string `msgpack:"k,omitempty"`
+}
+
+// serverWeights is the Servers map of a descriptor record, written with
+// its names sorted: the same descriptor always encodes to the same bytes
+// (so a put of unchanged content is a renewal: no revision, no push).
+type serverWeights map[string]uint16
+
+// EncodeMsgpack implements msgpack.CustomEncoder.
+func (s serverWeights) EncodeMsgpack(enc *msgpack.Encoder) error {
+	if s == nil {
+		return enc.EncodeNil()
+	}
+	if err := enc.EncodeMapLen(len(s)); err != nil {
+		return err
+	}
+	for _, name := range slices.Sorted(maps.Keys(s)) {
+		if err := enc.EncodeString(name); err != nil {
+			return err
+		}
+		if err := enc.EncodeUint(uint64(s[name])); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 type publisherRecord struct {

@@ -33,6 +33,7 @@ type Redis struct {
 	closed atomic.Bool
 	once   sync.Once
 
+	seen     seenRevisions  // mesh revisions read lately (watches need no read of their own then)
 	corrupt  corruptLog     // records skipped or refused as ErrCorrupt
 	replicas replicaTracker // which masters need WAIT after a Spot directory write
 	waits    atomic.Uint64  // Spot directory writes followed by WAIT
@@ -41,6 +42,13 @@ type Redis struct {
 }
 
 var _ Store = (*Redis)(nil)
+
+// idleCheck is how long a connection to Redis may stay silent before the
+// client checks it with a PING (and the TCP keep-alive interval). The
+// client's default, a second, would cost every node a PING per second on
+// each quiet connection; a dead connection is also found by the deadline
+// of the next command (OpTimeout).
+const idleCheck = 5 * time.Second
 
 // NewRedis connects to Redis, standalone or Cluster (detected). It fails
 // when the server is unreachable within cfg.DialTimeout (or ctx). With
@@ -57,7 +65,7 @@ func NewRedis(ctx context.Context, cfg RedisConfig) (*Redis, error) {
 		Password:         cfg.Password,
 		TLSConfig:        cfg.TLS.Clone(),
 		ClientName:       "zlink",
-		Dialer:           net.Dialer{Timeout: cfg.DialTimeout},
+		Dialer:           net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: idleCheck},
 		ConnWriteTimeout: cfg.OpTimeout,
 		DisableCache:     true,
 	})
@@ -156,9 +164,15 @@ func (r *Redis) wrap(op string, err error) error {
 // Key layout (see doc.go).
 func (r *Redis) meshTag(mesh string) string    { return r.cfg.Prefix + ":{mesh:" + mesh + "}:" }
 func (r *Redis) nodePrefix(mesh string) string { return r.meshTag(mesh) + "node:" }
-func (r *Redis) nodesKey(mesh string) string   { return r.meshTag(mesh) + "nodes" }
 func (r *Redis) eventsChannel(mesh string) string {
 	return r.meshTag(mesh) + "events"
+}
+
+// descKeys are the keys every descriptor script of mesh names, in this
+// order after the node key (see doc.go).
+func (r *Redis) descKeys(mesh string) (live, changed, gone, rev string) {
+	t := r.meshTag(mesh)
+	return t + "live", t + "changed", t + "gone", t + "rev"
 }
 func (r *Redis) spotKey(mesh, kind, id string) string {
 	return r.cfg.Prefix + ":{spot:" + mesh + ":" + kind + ":" + id + "}"
@@ -174,98 +188,6 @@ func (r *Redis) pubsKey(channel string) string   { return r.fanoutTag(channel) +
 func u64(v uint64) string { return strconv.FormatUint(v, 10) }
 
 func ttlMillis(ttl time.Duration) string { return strconv.FormatInt(ttl.Milliseconds(), 10) }
-
-// PutDescriptor implements Store.
-func (r *Redis) PutDescriptor(ctx context.Context, d Descriptor, ttl time.Duration) error {
-	if err := d.validate(); err != nil {
-		return err
-	}
-	if err := validTTL(ttl); err != nil {
-		return err
-	}
-	if err := r.check(); err != nil {
-		return err
-	}
-	blob, err := encodeDescriptor(d)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := r.opCtx(ctx)
-	defer cancel()
-	res, err := putScript.Exec(ctx, r.client,
-		[]string{r.nodePrefix(d.Mesh) + d.RID, r.nodesKey(d.Mesh)},
-		[]string{u64(d.Generation), u64(d.Revision), blob, ttlMillis(ttl), d.RID, r.eventsChannel(d.Mesh)},
-	).ToString()
-	if err != nil {
-		return r.wrap("put descriptor", err)
-	}
-	if res == "stale" {
-		return fmt.Errorf("%w: descriptor %s/%s revision %d below stored", ErrFenced, d.Mesh, d.RID, d.Revision)
-	}
-	return nil
-}
-
-// RenewDescriptor implements Store.
-func (r *Redis) RenewDescriptor(ctx context.Context, mesh, rid string, gen uint64, ttl time.Duration) error {
-	if err := validMesh(mesh); err != nil {
-		return err
-	}
-	if err := validTTL(ttl); err != nil {
-		return err
-	}
-	if err := r.check(); err != nil {
-		return err
-	}
-	ctx, cancel := r.opCtx(ctx)
-	defer cancel()
-	n, err := renewScript.Exec(ctx, r.client,
-		[]string{r.nodePrefix(mesh) + rid, r.nodesKey(mesh)},
-		[]string{u64(gen), ttlMillis(ttl), rid},
-	).AsInt64()
-	if err != nil {
-		return r.wrap("renew descriptor", err)
-	}
-	if n == 0 {
-		return fmt.Errorf("%w: descriptor %s/%s generation %d", ErrNotFound, mesh, rid, gen)
-	}
-	return nil
-}
-
-// DeleteDescriptor implements Store.
-func (r *Redis) DeleteDescriptor(ctx context.Context, mesh, rid string, gen uint64) error {
-	if err := validMesh(mesh); err != nil {
-		return err
-	}
-	if err := r.check(); err != nil {
-		return err
-	}
-	ctx, cancel := r.opCtx(ctx)
-	defer cancel()
-	n, err := deleteScript.Exec(ctx, r.client,
-		[]string{r.nodePrefix(mesh) + rid, r.nodesKey(mesh)},
-		[]string{u64(gen), rid, r.eventsChannel(mesh)},
-	).AsInt64()
-	if err != nil {
-		return r.wrap("delete descriptor", err)
-	}
-	if n == 0 {
-		return fmt.Errorf("%w: descriptor %s/%s generation %d", ErrNotFound, mesh, rid, gen)
-	}
-	return nil
-}
-
-// ListDescriptors implements Store.
-func (r *Redis) ListDescriptors(ctx context.Context, mesh string) ([]Descriptor, error) {
-	if err := validMesh(mesh); err != nil {
-		return nil, err
-	}
-	if err := r.check(); err != nil {
-		return nil, err
-	}
-	return listRecords(ctx, r, "list descriptors", r.nodesKey(mesh), r.nodePrefix(mesh),
-		func(rid, gen, rev, blob string) (Descriptor, error) { return descriptorAt(mesh, rid, gen, rev, blob) },
-		func(d Descriptor) string { return d.RID })
-}
 
 // listRecords reads every live record of an index (the Lua script prunes
 // members whose key expired), decodes and checks each against its key,
@@ -295,24 +217,6 @@ func listRecords[T any](ctx context.Context, r *Redis, what, indexKey, prefix st
 	return out, nil
 }
 
-// descriptorAt decodes the fields of the node key of (mesh, rid) and checks
-// them against the key and against each other: the scripts fence with the
-// gen and rev fields, readers use the blob, so they must agree.
-func descriptorAt(mesh, rid, gen, rev, blob string) (Descriptor, error) {
-	d, err := decodeDescriptor(blob)
-	if err != nil {
-		return Descriptor{}, err
-	}
-	if d.Mesh != mesh || d.RID != rid {
-		return Descriptor{}, corruptf("descriptor %.64s/%.64s stored under %s/%.64s", d.Mesh, d.RID, mesh, rid)
-	}
-	if gen != u64(d.Generation) || rev != u64(d.Revision) {
-		return Descriptor{}, corruptf("descriptor %s/%s: key fields gen %.24q rev %.24q, record generation %d revision %d",
-			mesh, rid, gen, rev, d.Generation, d.Revision)
-	}
-	return d, nil
-}
-
 // publisherAt is descriptorAt for a publisher key of channel.
 func publisherAt(channel, rid, gen, blob string) (Publisher, error) {
 	p, err := decodePublisher(blob)
@@ -326,36 +230,4 @@ func publisherAt(channel, rid, gen, blob string) (Publisher, error) {
 		return Publisher{}, corruptf("publisher %s/%s: key field gen %.24q, record generation %d", channel, rid, gen, p.Generation)
 	}
 	return p, nil
-}
-
-// GetDescriptor implements Store.
-func (r *Redis) GetDescriptor(ctx context.Context, mesh, rid string) (Descriptor, error) {
-	if err := validMesh(mesh); err != nil {
-		return Descriptor{}, err
-	}
-	if err := r.check(); err != nil {
-		return Descriptor{}, err
-	}
-	if rid == "" || len(rid) > maxNameLen {
-		return Descriptor{}, fmt.Errorf("%w: descriptor %s/%.64s", ErrNotFound, mesh, rid)
-	}
-	ctx, cancel := r.opCtx(ctx)
-	defer cancel()
-	key := r.nodePrefix(mesh) + rid
-	f, err := getScript.Exec(ctx, r.client, []string{key}, []string{strconv.Itoa(maxRecordBytes)}).AsStrSlice()
-	if err != nil {
-		return Descriptor{}, r.wrap("get descriptor", err)
-	}
-	if len(f) == 0 {
-		return Descriptor{}, fmt.Errorf("%w: descriptor %s/%s", ErrNotFound, mesh, rid)
-	}
-	if len(f) != 3 {
-		return Descriptor{}, fmt.Errorf("zlink: redis get descriptor: reply of %d fields", len(f))
-	}
-	d, err := descriptorAt(mesh, rid, f[0], f[1], f[2])
-	if err != nil {
-		r.corrupt.report(r.cfg.Logger, key, err)
-		return Descriptor{}, err
-	}
-	return d, nil
 }

@@ -81,7 +81,18 @@ func (e *corruptEnv) hash(index, key, member string, fields ...string) {
 		cmd = cmd.FieldValue(fields[i], fields[i+1])
 	}
 	e.do(cmd.Build())
-	if index != "" {
+	e.index(index, member)
+}
+
+// index adds member to index: the descriptor index (live) is a sorted set
+// of lease ends, the publisher index a set.
+func (e *corruptEnv) index(index, member string) {
+	e.t.Helper()
+	switch {
+	case index == "":
+	case strings.HasSuffix(index, ":live"):
+		e.do(e.raw.B().Zadd().Key(index).ScoreMember().ScoreMember(float64(time.Now().Add(time.Hour).UnixMilli()), member).Build())
+	default:
 		e.do(e.raw.B().Sadd().Key(index).Member(member).Build())
 	}
 }
@@ -118,7 +129,7 @@ func TestRedis_CorruptDescriptors(t *testing.T) {
 	if err := e.store.PutDescriptor(e.ctx, good, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	const index, prefix = "c:{mesh:m}:nodes", "c:{mesh:m}:node:"
+	const index, prefix = "c:{mesh:m}:live", "c:{mesh:m}:node:"
 	long := strings.Repeat("x", 600<<10)
 	for _, tc := range []struct {
 		name, rid string
@@ -140,7 +151,7 @@ func TestRedis_CorruptDescriptors(t *testing.T) {
 		{name: "no blob", rid: "l", fields: []string{"gen", "1", "rev", "1"}},
 		{name: "not a hash", rid: "n", write: func(key string) {
 			e.do(e.raw.B().Set().Key(key).Value("hello").Build())
-			e.do(e.raw.B().Sadd().Key(index).Member("n").Build())
+			e.index(index, "n")
 		}},
 		{name: "oversized RID member", rid: strings.Repeat("r", 1000), notFound: true, fields: []string{"gen", "1", "rev", "1",
 			"d", blob(t, descFields(strings.Repeat("r", 1000), nil))}},
@@ -153,7 +164,7 @@ func TestRedis_CorruptDescriptors(t *testing.T) {
 			} else {
 				e.hash(index, key, tc.rid, tc.fields...)
 			}
-			defer e.do(e.raw.B().Srem().Key(index).Member(tc.rid).Build())
+			defer e.do(e.raw.B().Zrem().Key(index).Member(tc.rid).Build())
 			for range 2 { // the second listing logs no second warning
 				list, err := e.store.ListDescriptors(e.ctx, "m")
 				if err != nil {
@@ -166,7 +177,12 @@ func TestRedis_CorruptDescriptors(t *testing.T) {
 			if got := e.store.Stats().CorruptRecords - before; got != 2 {
 				t.Fatalf("corrupt counter +%d, want +2", got)
 			}
-			_, err := e.store.GetDescriptor(e.ctx, "m", tc.rid)
+			// A reader of the changes skips it the same way.
+			ch, err := e.store.DescriptorChanges(e.ctx, "m", location.MeshRevision{})
+			if err != nil || !ch.Full || len(ch.Put) != 1 || ch.Put[0].RID != "good" {
+				t.Fatalf("changes %+v %v, want only the good descriptor", ch, err)
+			}
+			_, err = e.store.GetDescriptor(e.ctx, "m", tc.rid)
 			want := location.ErrCorrupt
 			if tc.notFound {
 				want = location.ErrNotFound

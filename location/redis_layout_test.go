@@ -13,8 +13,11 @@ import (
 )
 
 // The key layout documented in doc.go: every key of a mesh shares the
-// {mesh:<MeshName>} hash tag, fanout keys share {fanout:<Channel>}, every
-// Spot record has its own tag {spot:<mesh>:<kind>:<id>} and the Spot lease
+// {mesh:<MeshName>} hash tag (the descriptor index, change log and
+// revision of a mesh expire an hour after its last change or sweep; the
+// removals log appears with the first delete), fanout keys share
+// {fanout:<Channel>}, every Spot record has its own tag
+// {spot:<mesh>:<kind>:<id>} and the Spot lease
 // keys of a node share {spotlease:<mesh>:<rid>}.
 func TestRedis_KeyLayout(t *testing.T) {
 	srv := locationtest.StartRedis(t)
@@ -69,7 +72,9 @@ func TestRedis_KeyLayout(t *testing.T) {
 	}
 	for key, leased := range map[string]bool{
 		"zlink:{mesh:game}:node:n1":                     true,
-		"zlink:{mesh:game}:nodes":                       true,
+		"zlink:{mesh:game}:live":                        true,
+		"zlink:{mesh:game}:changed":                     true,
+		"zlink:{mesh:game}:rev":                         true,
 		"zlink:{spot:game:player:7}":                    false,
 		"zlink:{spot:game:player:8}":                    false,
 		"zlink:{spotlease:game:n1}:9223372036854775808": true,
@@ -81,6 +86,10 @@ func TestRedis_KeyLayout(t *testing.T) {
 		switch {
 		case ttl == -2:
 			t.Errorf("key %s missing", key)
+		case key == "zlink:{mesh:game}:live" || key == "zlink:{mesh:game}:changed" || key == "zlink:{mesh:game}:rev":
+			if ttl < 30_000 || ttl > 3600_000 {
+				t.Errorf("index key %s PTTL %d, want one hour", key, ttl)
+			}
 		case leased && (ttl <= 0 || ttl > 30_000):
 			t.Errorf("key %s PTTL %d, want a lease ≤ 30s", key, ttl)
 		case !leased && ttl != -1:
@@ -100,7 +109,7 @@ func TestRedis_KeyLayout(t *testing.T) {
 		}
 	}
 	n, err := raw.Do(ctx, raw.B().Dbsize().Build()).AsInt64()
-	if err != nil || n != 8 {
-		t.Fatalf("%d keys (%v), want only the 8 above", n, err)
+	if err != nil || n != 10 {
+		t.Fatalf("%d keys (%v), want only the 10 above", n, err)
 	}
 }

@@ -52,17 +52,6 @@ end
 return 'ok'
 `)
 
-// KEYS[1] item, KEYS[2] index. ARGV: 1 gen, 2 ttl ms, 3 rid. Returns 1 or 0.
-var renewScript = rueidis.NewLuaScript(`
-if redis.call('HGET', KEYS[1], 'gen') ~= ARGV[1] then return 0 end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-redis.call('SADD', KEYS[2], ARGV[3])
-if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then
-  redis.call('PEXPIRE', KEYS[2], ARGV[2])
-end
-return 1
-`)
-
 // KEYS[1] item, KEYS[2] index. ARGV: 1 gen, 2 rid, 3 event channel (empty =
 // none). Returns 1 or 0.
 var deleteScript = rueidis.NewLuaScript(`

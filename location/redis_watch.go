@@ -1,19 +1,29 @@
 package location
 
-// Watch on the Redis Location Store: SUBSCRIBE plus a periodic re-list.
+// Watch on the Redis Location Store: SUBSCRIBE for the pushes, a revision
+// read every PollInterval for the lost ones, and a share of the sweep for
+// lapsed leases.
 
 import (
 	"context"
+	"math/rand/v2"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/rueidis"
 )
 
-// Watch implements Store. It SUBSCRIBEs to the mesh's event channel and
-// re-lists every PollInterval (and after every resubscribe), emitting
-// events for RIDs that appeared, changed or disappeared. It fails when the
-// initial listing fails.
+// Watch implements Store. It reads the mesh once (its revision and RIDs),
+// SUBSCRIBEs to the mesh's event channel and then, every PollInterval,
+// reads the mesh revision — or takes the one another caller of this store
+// read within the interval (DescriptorRevision, DescriptorChanges) — and
+// reads what changed when that is more than the pushes said, and after
+// every resubscribe. Each watch sweeps lapsed leases (ExpireDescriptors)
+// every PollInterval × live descriptors on average (randomised), so that
+// the watches of a mesh sweep it about once per PollInterval in all. It
+// fails when the first read fails.
 func (r *Redis) Watch(ctx context.Context, mesh string) (<-chan Event, error) {
 	if err := validMesh(mesh); err != nil {
 		return nil, err
@@ -21,11 +31,11 @@ func (r *Redis) Watch(ctx context.Context, mesh string) (<-chan Event, error) {
 	if err := r.check(); err != nil {
 		return nil, err
 	}
-	base, err := r.ListDescriptors(ctx, mesh)
+	base, err := r.changes(ctx, mesh, MeshRevision{}, true)
 	if err != nil {
 		return nil, err
 	}
-	known := snapshot(base)
+	st := &watchState{rev: base.Revision, at: time.Now(), known: snapshot(base.Put)}
 	w := newWatcher(mesh)
 	wctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(r.ctx, cancel)
@@ -53,7 +63,7 @@ func (r *Redis) Watch(ctx context.Context, mesh string) (<-chan Event, error) {
 	}()
 	go func() { // subscriber: push hints
 		defer r.wg.Done()
-		r.subscribe(hookCtx, wctx, mesh, w)
+		r.subscribe(hookCtx, wctx, mesh, w, st)
 	}()
 	// Wait for the first subscription so a write right after Watch returns
 	// is pushed; polling covers the case where Redis is slow to confirm.
@@ -64,37 +74,80 @@ func (r *Redis) Watch(ctx context.Context, mesh string) (<-chan Event, error) {
 	case <-wctx.Done():
 	}
 	first.Stop()
-	go func() { // poller: expiry and lost pushes
+	go func() { // poller: lost pushes and expiry
 		defer r.wg.Done()
 		defer stop()
 		defer cancel()
 		t := time.NewTicker(r.cfg.PollInterval)
 		defer t.Stop()
+		sweep := time.Now().Add(r.sweepGap(len(base.Put)))
 		for {
+			resub := false
 			select {
 			case <-wctx.Done():
 				return
 			case <-t.C:
 			case <-subscribed: // resubscribed after a reconnect: pushes may be lost
+				resub = true
 			}
-			list, err := r.ListDescriptors(wctx, mesh)
-			if err != nil {
-				continue // Redis unreachable: try again next tick
+			r.poll(wctx, mesh, w, st, resub)
+			if now := time.Now(); !now.Before(sweep) {
+				removed, live, err := r.ExpireDescriptors(wctx, mesh)
+				switch {
+				case err != nil:
+					sweep = now.Add(r.cfg.PollInterval)
+				case removed >= expireBatch: // more may have lapsed
+					sweep = now
+				default:
+					sweep = now.Add(r.sweepGap(live))
+				}
 			}
-			known = diffInto(w, known, list)
 		}
 	}()
 	return w.out, nil
 }
 
-func (r *Redis) subscribe(hookCtx, ctx context.Context, mesh string, w *watcher) {
+// sweepGap is the time to a watch's next sweep in a mesh of live
+// descriptors: PollInterval × live on average, uniformly spread.
+func (r *Redis) sweepGap(live int) time.Duration {
+	mean := float64(r.cfg.PollInterval) * float64(max(live, 1))
+	return time.Duration(mean * (0.5 + rand.Float64()))
+}
+
+// poll reads the mesh revision (or takes one read lately by another
+// caller) and, when it is not where the pushes brought the watch (or
+// always, after a resubscribe), reads what changed and notifies it.
+func (r *Redis) poll(ctx context.Context, mesh string, w *watcher, st *watchState, force bool) {
+	if !force {
+		seen, ok := r.seen.since(mesh, r.cfg.PollInterval)
+		if !ok {
+			rev, err := r.revision(ctx, mesh)
+			if err != nil {
+				return // Redis unreachable: try again next tick
+			}
+			seen = seenRevision{rev: rev, at: time.Now()}
+		}
+		if !st.behind(seen) {
+			return
+		}
+	}
+	ch, err := r.changes(ctx, mesh, st.revision(), false)
+	if err != nil {
+		st.lost() // read again next tick
+		return
+	}
+	st.apply(w, ch)
+}
+
+func (r *Redis) subscribe(hookCtx, ctx context.Context, mesh string, w *watcher, st *watchState) {
 	ch := r.eventsChannel(mesh)
 	for ctx.Err() == nil {
 		_ = r.client.Receive(hookCtx, r.client.B().Subscribe().Channel(ch).Build(), func(msg rueidis.PubSubMessage) {
-			kind, rid, ok := parseEvent(msg.Message)
+			kind, rid, rev, ok := parseEvent(msg.Message)
 			if ok {
 				w.notify(kind, rid)
 			}
+			st.pushed(kind, rid, rev, ok)
 		})
 		// Receive ended (connection lost and retries exhausted, or
 		// unsubscribed): back off one poll interval, then resubscribe.
@@ -106,6 +159,82 @@ func (r *Redis) subscribe(hookCtx, ctx context.Context, mesh string, w *watcher)
 		case <-t.C:
 		}
 	}
+}
+
+// watchState is where a Redis watch stands: the revision up to which it
+// has notified every change, and the RIDs live as of then (to tell a full
+// re-read's differences). Written by the subscriber and the poller.
+type watchState struct {
+	mu    sync.Mutex // leaf: guards everything below
+	rev   MeshRevision
+	at    time.Time // when rev was last set by a read
+	gap   bool      // a push was lost or unreadable: read what changed
+	known map[string]revKey
+}
+
+func (s *watchState) revision() MeshRevision {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rev
+}
+
+// pushed follows a push: the next revision of the same epoch moves the
+// watch on; anything else makes the next poll read what changed.
+func (s *watchState) pushed(kind EventKind, rid string, rev MeshRevision, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case !ok || rev.Epoch != s.rev.Epoch || rev.Seq > s.rev.Seq+1:
+		s.gap = true
+	case rev.Seq == s.rev.Seq+1:
+		s.rev = rev
+		if kind == EventDelete {
+			delete(s.known, rid)
+		} else {
+			s.known[rid] = revKey{} // changed: content unknown here
+		}
+	}
+}
+
+func (s *watchState) lost() {
+	s.mu.Lock()
+	s.gap = true
+	s.mu.Unlock()
+}
+
+// behind reports whether a revision read shows changes the watch has not
+// notified: a lost push, another epoch, or a store that went back.
+func (s *watchState) behind(seen seenRevision) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gap || seen.rev.Epoch != s.rev.Epoch || seen.rev.Seq > s.rev.Seq ||
+		(seen.rev.Seq < s.rev.Seq && seen.at.After(s.at))
+}
+
+// apply notifies what a read of the changes found and moves the watch to
+// its revision.
+func (s *watchState) apply(w *watcher, ch DescriptorChanges) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ch.Full {
+		s.known = diffInto(w, s.known, ch.Put)
+	} else {
+		for _, d := range ch.Put {
+			k := revKey{d.Generation, d.Revision}
+			if old, ok := s.known[d.RID]; !ok || old != k {
+				w.notify(EventPut, d.RID)
+			}
+			s.known[d.RID] = k
+		}
+		for _, rid := range ch.Gone {
+			w.notify(EventDelete, rid)
+			delete(s.known, rid)
+		}
+	}
+	if ch.Revision.Epoch != s.rev.Epoch || ch.Revision.Seq >= s.rev.Seq || ch.Full {
+		s.rev = ch.Revision
+	}
+	s.at, s.gap = time.Now(), false
 }
 
 type revKey struct{ gen, rev uint64 }
@@ -135,16 +264,23 @@ func diffInto(w *watcher, known map[string]revKey, list []Descriptor) map[string
 	return next
 }
 
-func parseEvent(s string) (EventKind, string, bool) {
-	kind, rid, ok := strings.Cut(s, " ")
-	if !ok || rid == "" || len(rid) > maxNameLen {
-		return 0, "", false
+// parseEvent reads a push: "p EPOCH SEQ RID" (put or changed) or "d EPOCH
+// SEQ RID" (deleted or expired). ok is false for anything else.
+func parseEvent(s string) (kind EventKind, rid string, rev MeshRevision, ok bool) {
+	k, rest, _ := strings.Cut(s, " ")
+	epoch, rest, _ := strings.Cut(rest, " ")
+	seq, rid, _ := strings.Cut(rest, " ")
+	n, err := strconv.ParseUint(seq, 10, 64)
+	if err != nil || rid == "" || len(rid) > maxNameLen || len(epoch) > 64 {
+		return 0, "", MeshRevision{}, false
 	}
-	switch kind {
+	switch k {
 	case "p":
-		return EventPut, rid, true
+		kind = EventPut
 	case "d":
-		return EventDelete, rid, true
+		kind = EventDelete
+	default:
+		return 0, "", MeshRevision{}, false
 	}
-	return 0, "", false
+	return kind, rid, MeshRevision{Epoch: epoch, Seq: n}, true
 }

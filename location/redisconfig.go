@@ -40,8 +40,10 @@ type RedisConfig struct {
 	TLS *tls.Config
 	// Prefix starts every key. Default "zlink".
 	Prefix string
-	// PollInterval is how often Watch re-lists descriptors to detect
-	// expired leases and recover lost pushes. Default 1s.
+	// PollInterval is how often Watch reads the mesh revision to recover
+	// lost pushes (see "Following a mesh"); each watch of a mesh also
+	// sweeps expired leases every PollInterval × live descriptors on
+	// average. Default 1s.
 	PollInterval time.Duration
 	// DialTimeout bounds connecting to Redis. Default 5s.
 	DialTimeout time.Duration

@@ -26,16 +26,43 @@ type Store interface {
 	// DeleteDescriptor removes (mesh, rid) if the stored generation is gen;
 	// ErrNotFound if gone or a different generation.
 	DeleteDescriptor(ctx context.Context, mesh, rid string, gen uint64) error
-	// ListDescriptors returns the live descriptors of mesh sorted by RID.
+	// ListDescriptors returns the live descriptors of mesh sorted by RID:
+	// a read of the whole mesh (a reader that follows the mesh reads
+	// DescriptorChanges instead).
 	ListDescriptors(ctx context.Context, mesh string) ([]Descriptor, error)
 	// GetDescriptor returns the live descriptor (mesh, rid) or ErrNotFound.
 	GetDescriptor(ctx context.Context, mesh, rid string) (Descriptor, error)
 	// Watch streams change hints for mesh until ctx ends or the store is
 	// closed; then the channel is closed. Events are coalesced per RID when
-	// the consumer is slow; the store never blocks on a consumer. Expiry is
-	// detected by polling. Typical use: Watch, then ListDescriptors, then
-	// re-read on every event.
+	// the consumer is slow; the store never blocks on a consumer. Writes
+	// push their hints at once; a poll every poll interval reads the
+	// mesh's revision (one small read) and recovers pushes lost on the way,
+	// and the watch takes its share of finding lapsed leases
+	// (ExpireDescriptors), so an expiry is announced too. Typical use:
+	// Watch, then DescriptorChanges from the zero revision, then
+	// DescriptorChanges since the last revision on every event.
 	Watch(ctx context.Context, mesh string) (<-chan Event, error)
+
+	// DescriptorRevision returns the mesh's current revision: one small
+	// read, whatever the size of the mesh. It changes with every
+	// descriptor that appears, changes (not a renewal) or goes.
+	DescriptorRevision(ctx context.Context, mesh string) (MeshRevision, error)
+	// DescriptorChanges returns what changed in mesh since revision since:
+	// the descriptors put since (current content) and the RIDs gone since,
+	// read in one step with the revision they bring the reader to. Its
+	// cost grows with what changed, not with the mesh. When the store
+	// cannot tell (since is the zero revision, of another epoch, older
+	// than the change log keeps, or ahead of the store) the answer is
+	// Full: every live descriptor, which replaces the reader's view.
+	DescriptorChanges(ctx context.Context, mesh string, since MeshRevision) (DescriptorChanges, error)
+	// ExpireDescriptors removes descriptors of mesh whose lease lapsed
+	// (at most a bounded number per call) as a delete would: the revision
+	// moves and watches get a delete hint. It returns how many it removed
+	// and how many live descriptors the mesh holds. When none lapsed its
+	// cost does not depend on the mesh's size. Watch calls it (each watch
+	// of a mesh a share, so that the mesh is swept about once per poll
+	// interval in all); a reader that does not watch may call it itself.
+	ExpireDescriptors(ctx context.Context, mesh string) (removed, live int, err error)
 
 	// PutPublisher writes a fanout publisher descriptor under a TTL lease.
 	PutPublisher(ctx context.Context, p Publisher, ttl time.Duration) error

@@ -290,3 +290,37 @@ type Event struct {
 	Mesh string
 	RID  string
 }
+
+// MeshRevision names a state of a mesh's descriptors, the way a cluster
+// map carries a revision: Seq counts the changes (a descriptor appeared,
+// changed, was deleted or expired) in the change log named Epoch. A store
+// that lost its change log (an empty restart) starts a new epoch, so a
+// reader never mistakes a new log's revision for one it has read. The
+// zero value is "nothing read yet". Compared for equality; Seq orders
+// revisions of one epoch only.
+type MeshRevision struct {
+	Epoch string
+	Seq   uint64
+}
+
+// IsZero reports whether r is the zero revision.
+func (r MeshRevision) IsZero() bool { return r == MeshRevision{} }
+
+func (r MeshRevision) String() string { return fmt.Sprintf("%s/%d", r.Epoch, r.Seq) }
+
+// DescriptorChanges is the answer of Store.DescriptorChanges: what changed
+// in a mesh between the revision asked about and Revision.
+type DescriptorChanges struct {
+	// Revision is the revision the answer brings the reader to.
+	Revision MeshRevision
+	// Full: the store could not say what changed since the revision asked
+	// about; Put holds every live descriptor of the mesh, Gone is empty,
+	// and the reader replaces its view with Put.
+	Full bool
+	// Put holds the current descriptors of the RIDs that appeared or
+	// changed since, sorted by RID.
+	Put []Descriptor
+	// Gone holds the RIDs deleted or expired since (or whose record can no
+	// longer be read), sorted.
+	Gone []string
+}

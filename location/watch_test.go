@@ -58,14 +58,24 @@ func TestEnums_String(t *testing.T) {
 }
 
 func TestParseEvent(t *testing.T) {
-	for in, want := range map[string]Event{"p a": {EventPut, "", "a"}, "d b c": {EventDelete, "", "b c"}} {
-		k, rid, ok := parseEvent(in)
-		if !ok || k != want.Kind || rid != want.RID {
-			t.Errorf("parseEvent(%q) = %v %q %v", in, k, rid, ok)
+	type parsed struct {
+		kind EventKind
+		rid  string
+		rev  MeshRevision
+	}
+	for in, want := range map[string]parsed{
+		"p e1 7 a":     {EventPut, "a", MeshRevision{"e1", 7}},
+		"d e1 8 b c":   {EventDelete, "b c", MeshRevision{"e1", 8}},
+		"p  0 a":       {EventPut, "a", MeshRevision{}},
+		"p e 18 x y z": {EventPut, "x y z", MeshRevision{"e", 18}},
+	} {
+		k, rid, rev, ok := parseEvent(in)
+		if !ok || (parsed{k, rid, rev}) != want {
+			t.Errorf("parseEvent(%q) = %v %q %v %v, want %+v", in, k, rid, rev, ok, want)
 		}
 	}
-	for _, in := range []string{"", "p", "p ", "x a"} {
-		if _, _, ok := parseEvent(in); ok {
+	for _, in := range []string{"", "p", "p ", "x e 1 a", "p a", "p e x a", "p e 1", "p e -1 a"} {
+		if _, _, _, ok := parseEvent(in); ok {
 			t.Errorf("parseEvent(%q) accepted", in)
 		}
 	}

@@ -90,7 +90,7 @@ func (b *MeshBuilder) ConfigureLiveness(l LivenessConfig) *MeshBuilder {
 type DiscoveryConfig struct {
 	// DescriptorTTL is the descriptor lease. Default 5 s.
 	DescriptorTTL time.Duration
-	// Poll is the discovery re-list interval. Default 1 s.
+	// Poll is how often discovery reads the mesh revision. Default 1 s.
 	Poll time.Duration
 	// InboundGrace is how long a missing inbound connection shows as
 	// Connecting before NotConnected. Default 3 s.

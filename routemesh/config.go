@@ -256,9 +256,9 @@ type Config struct {
 	// Store; the owner renews it every DescriptorTTL/3. At least 10 ms.
 	// Default 5 s.
 	DescriptorTTL time.Duration
-	// DiscoveryPoll is how often the discovery actor re-lists descriptors
-	// (besides the store's push hints) to see expiries, recover lost pushes
-	// and converge weights. Default 1 s.
+	// DiscoveryPoll is how often the discovery actor reads the mesh
+	// revision (besides the store's push hints), and what changed when it
+	// moved, to recover lost pushes and converge weights. Default 1 s.
 	DiscoveryPoll time.Duration
 	// InboundGrace is how long an automatic node waits for a peer with a
 	// smaller RID to dial it before monitoring shows that peer NotConnected

@@ -3,6 +3,8 @@ package routemesh
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -17,10 +19,13 @@ var errIntentRemoved = errors.New("zlink: connection intent withdrawn by discove
 
 // Messages of the discovery actor.
 type (
-	discRound  struct{}
+	discRound struct{}
+	// discListed is a round's read of the store: ch is nil when the mesh
+	// revision had not moved.
 	discListed struct {
-		descs []location.Descriptor
+		ch    *location.DescriptorChanges
 		err   error
+		asked uint64 // RefreshMeshView tickets handed out when the read started
 	}
 	// discApplied acknowledges step seq (sent by the mesh actor).
 	discApplied struct{ seq uint64 }
@@ -48,17 +53,21 @@ type (
 	}
 )
 
-// discoveryActor is the reconfiguration actor of one MeshNode: it learns
-// descriptors from the Location Store (Watch hints plus a re-list every
-// DiscoveryPoll), computes what the mesh should look like and hands the
-// mesh actor one change at a time, sending the next only when the mesh
-// actor has acknowledged the last. It is the only reader of the store for
-// topology; it never touches pipes. It never blocks: the listing runs on a
-// goroutine of its incarnation and comes back as a message.
+// discoveryActor is the reconfiguration actor of one MeshNode and its one
+// reader of the mesh's descriptors: it keeps the node's view of the mesh
+// (MeshView) from the Location Store — a read of what changed on every
+// Watch hint, and every DiscoveryPoll a read of the mesh revision (one
+// small read) followed by a read of what changed only when it moved —
+// computes what the mesh should look like and hands the mesh actor one
+// change at a time, sending the next only when the mesh actor has
+// acknowledged the last. It never touches pipes. It never blocks: the
+// read runs on a goroutine of its incarnation and comes back as a
+// message.
 //
 // Automatic nodes get dial/await/excluded/remove changes. A manual node
 // with an object role uses it to match its manual endpoints with
-// descriptors (descriptor-based manual endpoints).
+// descriptors (descriptor-based manual endpoints), and for the view its
+// extensions read.
 type discoveryActor struct {
 	n       *Node
 	store   location.Store
@@ -67,10 +76,14 @@ type discoveryActor struct {
 	self    *actors.Ref
 	pending *atomic.Bool // a round is queued
 
-	busy  bool       // a round is listing or applying
-	again bool       // a round was asked for while busy
-	steps []discStep // what the current round still has to hand over
-	seq   uint64     // the step awaiting its acknowledgement
+	busy   bool       // a round is reading or applying
+	again  bool       // a round was asked for while busy
+	steps  []discStep // what the current round still has to hand over
+	seq    uint64     // the step awaiting its acknowledgement
+	replan bool       // a round ended before handing everything over: plan again
+
+	rev  location.MeshRevision          // the view's revision (zero: read everything)
+	view map[string]location.Descriptor // the live descriptors by RID
 
 	applied map[string]want                 // automatic: what the mesh actor holds
 	manual  map[string]*location.Descriptor // manual endpoint → last match sent
@@ -86,22 +99,25 @@ type discStep struct {
 }
 
 func newDiscoveryActor(n *Node, store location.Store) *discoveryActor {
-	return &discoveryActor{n: n, store: store, pending: new(atomic.Bool),
+	return &discoveryActor{n: n, store: store, pending: new(atomic.Bool), view: map[string]location.Descriptor{},
 		applied: map[string]want{}, manual: map[string]*location.Descriptor{}, sent: map[string]bool{}}
 }
 
 func (a *discoveryActor) Receive(c actor.Context) {
 	switch msg := c.Message().(type) {
 	case *actor.Started:
-		// Every incarnation starts from nothing: it re-lists the store and
-		// hands the mesh actor what it should hold (a restarted mesh actor
-		// holds nothing; one that kept running ignores repeats).
+		// Every incarnation starts from nothing: it reads the whole mesh
+		// (the zero revision) and hands the mesh actor what it should hold
+		// (a restarted mesh actor holds nothing; one that kept running
+		// ignores repeats).
 		a.self = a.n.sys.Self(c)
 		a.ctx, a.cancel = context.WithCancel(a.n.dctx)
 		if !a.n.goTracked(a.watch) {
 			a.cancel()
 			return
 		}
+		poke := a.poke
+		a.n.mview.poke.Store(&poke)
 		a.poke()
 	case *actor.Restarting, *actor.Stopping:
 		if a.cancel != nil {
@@ -131,8 +147,9 @@ func (a *discoveryActor) poke() {
 }
 
 // watch turns store hints and the poll ticker into rounds until the node
-// stops. A Watch that fails (store unreachable) or ends is re-opened on
-// the next tick; polling alone keeps discovery going meanwhile.
+// stops: a hint asks for a read of what changed, a tick for a read of the
+// revision. A Watch that fails (store unreachable) or ends is re-opened
+// on the next tick; polling alone keeps discovery going meanwhile.
 func (a *discoveryActor) watch() {
 	tick := time.NewTicker(a.n.cfg.DiscoveryPoll)
 	defer tick.Stop()
@@ -153,12 +170,15 @@ func (a *discoveryActor) watch() {
 				events = nil
 				continue
 			}
+			a.n.mview.wantRead.Store(true)
 			a.poke()
 		}
 	}
 }
 
-// round starts a re-list of the mesh's descriptors (one at a time).
+// round starts a read of the store (one at a time): of what changed when
+// a hint or a refresh asked for it (or nothing was read yet), else of the
+// mesh revision, then of what changed only if it moved.
 func (a *discoveryActor) round() {
 	if a.ctx.Err() != nil {
 		return
@@ -168,39 +188,106 @@ func (a *discoveryActor) round() {
 		return
 	}
 	a.busy = true
-	ctx, self, store, n := a.ctx, a.self, a.store, a.n
+	box := &a.n.mview
+	read := box.wantRead.Swap(false) || a.rev.IsZero()
+	asked := box.asks.Load()
+	ctx, self, store, n, since := a.ctx, a.self, a.store, a.n, a.rev
 	ok := n.goTracked(func() {
 		lctx, cancel := context.WithTimeout(ctx, max(n.cfg.DiscoveryPoll, time.Second))
 		defer cancel()
-		descs, err := store.ListDescriptors(lctx, n.cfg.Mesh)
-		_ = self.TellControl(&discListed{descs: descs, err: err})
+		msg := &discListed{asked: asked}
+		if !read {
+			var rev location.MeshRevision
+			if rev, msg.err = store.DescriptorRevision(lctx, n.cfg.Mesh); msg.err != nil || rev == since {
+				_ = self.TellControl(msg)
+				return
+			}
+		}
+		ch, err := store.DescriptorChanges(lctx, n.cfg.Mesh, since)
+		msg.ch, msg.err = &ch, err
+		_ = self.TellControl(msg)
 	})
 	if !ok {
 		a.busy = false
+		if read {
+			box.wantRead.Store(true)
+		}
 	}
 }
 
-// listed turns a listing into the round's steps and starts handing them
-// over.
+// listed brings the view to what the round read and, when it changed (or
+// the last round did not hand everything over), turns it into the
+// round's steps and starts handing them over.
 func (a *discoveryActor) listed(msg *discListed) {
 	n := a.n
 	if msg.err != nil {
 		// Store unreachable: new discovery pauses, existing connections
-		// stay; the next tick tries again.
+		// stay; the next tick tries again (a hint's read included).
 		n.cnt.discoveryErrors.Add(1)
+		if msg.ch != nil || a.rev.IsZero() {
+			n.mview.wantRead.Store(true)
+		}
 		a.done()
 		return
 	}
 	n.cnt.discoveryRounds.Add(1)
-	if n.cfg.Automatic() {
-		a.steps = a.automatic(msg.descs)
-	} else {
-		a.steps = a.manualEndpoints(msg.descs)
+	changed := msg.ch != nil && a.apply(msg.ch)
+	n.mview.publish(a.snapshot(msg.asked))
+	if !changed && !a.replan {
+		a.done()
+		return
 	}
-	if len(msg.descs) > 0 {
-		_ = n.mesh().TellControl(&discWeights{descs: msg.descs})
+	a.replan = false
+	descs := a.descriptors()
+	if n.cfg.Automatic() {
+		a.steps = a.automatic(descs)
+	} else {
+		a.steps = a.manualEndpoints(descs)
+	}
+	if msg.ch != nil && len(msg.ch.Put) > 0 {
+		_ = n.mesh().TellControl(&discWeights{descs: msg.ch.Put})
 	}
 	a.next()
+}
+
+// apply brings the view to ch and reports whether it changed.
+func (a *discoveryActor) apply(ch *location.DescriptorChanges) bool {
+	changed := ch.Full || len(ch.Put) > 0 || len(ch.Gone) > 0
+	if ch.Full {
+		clear(a.view)
+	}
+	for _, d := range ch.Put {
+		if d.Mesh == a.n.cfg.Mesh {
+			a.view[d.RID] = d
+		}
+	}
+	for _, rid := range ch.Gone {
+		delete(a.view, rid)
+	}
+	a.rev = ch.Revision
+	return changed
+}
+
+// descriptors returns the view's descriptors sorted by RID.
+func (a *discoveryActor) descriptors() []location.Descriptor {
+	out := make([]location.Descriptor, 0, len(a.view))
+	for _, d := range a.view {
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(x, y location.Descriptor) int { return strings.Compare(x.RID, y.RID) })
+	return out
+}
+
+// snapshot is the view to publish after a round that started when asked
+// tickets had been handed out. An unchanged view keeps its descriptors.
+func (a *discoveryActor) snapshot(asked uint64) *MeshView {
+	v := &MeshView{Revision: a.rev, Rounds: a.n.cnt.discoveryRounds.Load(), served: asked}
+	if old := a.n.mview.load(); old.Revision == a.rev && old.Rounds > 0 && len(old.Descriptors) == len(a.view) {
+		v.Descriptors = old.Descriptors
+	} else {
+		v.Descriptors = a.descriptors()
+	}
+	return v
 }
 
 // next hands the mesh actor the next step, or ends the round.
@@ -223,6 +310,9 @@ func (a *discoveryActor) next() {
 }
 
 func (a *discoveryActor) done() {
+	if len(a.steps) > 0 {
+		a.replan = true // the rest is handed over after the next read
+	}
 	a.busy, a.steps = false, nil
 	if a.again {
 		a.again = false

@@ -235,7 +235,8 @@ func (n *Node) PlacementWeight() uint32 { return n.cfg.PlacementWeight }
 // DescriptorTTL returns the node's descriptor lease.
 func (n *Node) DescriptorTTL() time.Duration { return n.cfg.DescriptorTTL }
 
-// DiscoveryPoll returns the node's discovery re-list interval.
+// DiscoveryPoll returns how often the node's discovery reads the mesh
+// revision.
 func (n *Node) DiscoveryPoll() time.Duration { return n.cfg.DiscoveryPoll }
 
 // Logger returns the node's logger (fields mesh, rid, endpoint).

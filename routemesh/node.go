@@ -119,6 +119,7 @@ type Node struct {
 	kinds      []string           // Spot kinds published in the descriptor (hostedKinds); fixed at Start
 	dctx       context.Context    // discovery and lease; cancelled first on Stop
 	dcancel    context.CancelFunc //
+	mview      meshViewBox        // the mesh as discovery read it last (discovery_view.go)
 
 	// meshRef is the mesh actor: the same Ref across the actor's restarts,
 	// a new one when the host respawned it. Stored by the actor itself.
@@ -275,8 +276,11 @@ func (n *Node) mesh() *actors.Ref { return n.meshRef.Load() }
 // needsDiscovery reports whether the node runs a discovery actor:
 // automatic nodes, and manual nodes with an object role and manual
 // endpoints (to match them with descriptors).
+// needsDiscovery: automatic topology, or a node with an object role
+// (descriptor-based manual endpoints, and the mesh view the Spot runtime
+// places with).
 func (n *Node) needsDiscovery() bool {
-	return n.store != nil && (n.cfg.Automatic() || (n.cfg.ObjectRole != ObjectNone && len(n.cfg.Peers) > 0))
+	return n.store != nil && (n.cfg.Automatic() || n.cfg.ObjectRole != ObjectNone)
 }
 
 func (n *Node) guardConfig() zguard.Config {

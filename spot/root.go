@@ -18,7 +18,7 @@ import (
 //
 //	spots                the root: spawns the rest, runs the clock
 //	spots/lease          creates and renews the ownership lease
-//	spots/members        lists the mesh's Object Servers for placement
+//	spots/members        the mesh's Object Servers for placement (from the node's mesh view)
 //	spots/<kind>         one per kind: activations, claims, idle sweep
 //	spots/<kind>/<id>    one per active Spot
 //
@@ -119,6 +119,7 @@ func clock(stop chan struct{}, every time.Duration, targets []*actors.Ref) {
 type leaseActor struct {
 	rt       *runtime
 	inflight bool
+	renewed  time.Time // the clock tick that sent the last renewal
 }
 
 type leaseDone struct {
@@ -131,7 +132,7 @@ func (a *leaseActor) Receive(c actor.Context) {
 	rt := a.rt
 	switch msg := c.Message().(type) {
 	case *actor.Started:
-		a.inflight = false
+		a.inflight, a.renewed = false, time.Time{}
 		if gen, _ := rt.lease.holder(time.Now()); gen == 0 {
 			a.begin(c, rt.n.Generation())
 		}
@@ -148,9 +149,13 @@ func (a *leaseActor) Receive(c actor.Context) {
 			a.newGeneration(c, gen)
 			return
 		}
-		if a.inflight {
+		// A renewal every RenewEvery (the clock ticks faster): the first
+		// tick at least RenewEvery less half a tick after the last one.
+		half := min(rt.cfg.RenewEvery/2, 250*time.Millisecond) / 2
+		if a.inflight || (!a.renewed.IsZero() && msg.at.Sub(a.renewed) < rt.cfg.RenewEvery-half) {
 			return
 		}
+		a.renewed = msg.at
 		a.write(c, gen, false)
 	case *probeDone:
 		if rt.incs.answered(msg.s, msg.tok, msg.inc, msg.err) {
@@ -173,6 +178,7 @@ func (a *leaseActor) Receive(c actor.Context) {
 			a.newGeneration(c, msg.gen)
 		default: // unknown outcome (store down, unconfirmed): not counted
 			rt.lease.lost(msg.gen, msg.tok)
+			a.renewed = time.Time{} // try again on the next tick
 			if msg.create {
 				a.write(c, msg.gen, true)
 			}
@@ -260,13 +266,18 @@ func (a *leaseActor) write(c actor.Context, gen uint64, create bool) {
 	})
 }
 
-// membersActor lists the mesh's descriptors for placement, once per
-// DiscoveryPoll, off its turn: each Object Server with the kinds it hosts.
+// membersActor keeps the mesh's Object Servers for placement, each with
+// the kinds it hosts, from the node's view of the mesh (routemesh
+// MeshView, kept by discovery): it reads no store itself. On every tick it
+// takes a view that changed; a refresh asks discovery for a read of the
+// store that starts now and takes the view once it has finished, off its
+// turn.
 type membersActor struct {
 	rt       *runtime
 	inflight bool
-	again    bool // a listing was asked for while one ran: start another after it
-	last     time.Time
+	again    bool                  // a refresh was asked for while one ran: start another after it
+	rounds   uint64                // MeshView.Rounds of the view last taken
+	rev      location.MeshRevision // and its revision
 }
 
 // refreshMembers asks for a listing that starts now or, while one runs,
@@ -275,50 +286,45 @@ type membersActor struct {
 type refreshMembers struct{}
 
 type membersListed struct {
-	list []member
-	err  error
+	view *routemesh.MeshView
 }
 
 func (a *membersActor) Receive(c actor.Context) {
 	rt := a.rt
-	switch msg := c.Message().(type) {
+	switch c.Message().(type) {
 	case *actor.Started:
-		a.inflight, a.again = false, false
+		a.inflight, a.again, a.rounds, a.rev = false, false, 0, location.MeshRevision{}
 		rt.membRef.Store(rt.n.Actors().Self(c))
-		a.list(c)
+		a.refresh(c)
 	case *tick:
-		if !a.inflight && msg.at.Sub(a.last) >= rt.n.DiscoveryPoll() {
-			a.list(c)
+		if v := rt.n.MeshView(); !a.inflight && v.Rounds > a.rounds && (a.rounds == 0 || v.Revision != a.rev) {
+			rt.listing.Add(1)
+			a.take(v)
 		}
 	case *membersListed:
 		a.inflight = false
-		if msg.err == nil {
-			rt.members.Store(&msg.list)
-		}
-		rt.listed.Add(1)
+		a.take(c.Message().(*membersListed).view)
 		if a.again {
 			a.again = false
-			a.list(c)
+			a.refresh(c)
 		}
 	case *refreshMembers:
 		if a.inflight {
 			a.again = true // what runs may have read the store before the ask
 			return
 		}
-		a.list(c)
+		a.refresh(c)
 	}
 }
 
-func (a *membersActor) list(c actor.Context) {
+// take builds the members from view (unless it is older than the last
+// one taken) and counts a listing ended.
+func (a *membersActor) take(v *routemesh.MeshView) {
 	rt := a.rt
-	a.last = time.Now()
-	self := rt.n.Actors().Self(c)
-	a.inflight = rt.goStore(func() {
-		ctx, cancel := rt.storeCtx()
-		defer cancel()
-		descs, err := rt.store.ListDescriptors(ctx, rt.n.Mesh())
-		out := make([]member, 0, len(descs))
-		for _, d := range descs {
+	if v != nil && v.Rounds >= a.rounds {
+		a.rounds, a.rev = v.Rounds, v.Revision
+		out := make([]member, 0, len(v.Descriptors))
+		for _, d := range v.Descriptors {
 			// nil: the descriptor does not list its kinds (every kind). The
 			// stores list them sorted; another Store may not.
 			kinds := d.Kinds
@@ -328,7 +334,26 @@ func (a *membersActor) list(c actor.Context) {
 			out = append(out, member{rid: d.RID, weight: d.PlacementWeight, server: d.ObjectRole == location.RoleServer,
 				draining: d.Draining, kinds: kinds})
 		}
-		_ = self.Tell(&membersListed{list: out, err: err})
+		rt.members.Store(&out)
+	}
+	rt.listed.Add(1)
+}
+
+// refresh asks discovery for a fresh read and waits for it off the turn
+// (at most a store call's deadline); the view comes back as membersListed
+// (the current one if the wait ended first).
+func (a *membersActor) refresh(c actor.Context) {
+	rt := a.rt
+	self := rt.n.Actors().Self(c)
+	ticket := rt.n.RefreshMeshView()
+	a.inflight = rt.goStore(func() {
+		ctx, cancel := rt.storeCtx()
+		defer cancel()
+		v, err := rt.n.WaitMeshView(ctx, ticket)
+		if err != nil {
+			v = nil // no fresh read: keep the members as they are
+		}
+		_ = self.Tell(&membersListed{view: v})
 	})
 	if a.inflight {
 		rt.listing.Add(1)

@@ -73,6 +73,16 @@ func (s *spyStore) GetDescriptor(ctx context.Context, mesh, rid string) (locatio
 	return s.Store.GetDescriptor(ctx, mesh, rid)
 }
 
+func (s *spyStore) DescriptorRevision(ctx context.Context, mesh string) (location.MeshRevision, error) {
+	s.meshReads.Add(1)
+	return s.Store.DescriptorRevision(ctx, mesh)
+}
+
+func (s *spyStore) DescriptorChanges(ctx context.Context, mesh string, since location.MeshRevision) (location.DescriptorChanges, error) {
+	s.meshReads.Add(1)
+	return s.Store.DescriptorChanges(ctx, mesh, since)
+}
+
 func (s *spyStore) Watch(ctx context.Context, mesh string) (<-chan location.Event, error) {
 	s.meshReads.Add(1)
 	return s.Store.Watch(ctx, mesh)

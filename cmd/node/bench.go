@@ -15,8 +15,9 @@ import (
 func newBenchCmd() *cobra.Command {
 	var quick, list bool
 	var duration time.Duration
+	var nodes []int
 	c := &cobra.Command{
-		Use:   "bench [--quick] [NAME...]",
+		Use:   "bench [--quick] [--nodes N,...] [NAME...]",
 		Short: "Run the built-in benchmarks without go test",
 		Args:  cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -26,7 +27,8 @@ func newBenchCmd() *cobra.Command {
 				}
 				return nil
 			}
-			err := benchrun.Run(benchrun.WithDuration(cmd.Context(), duration), cmd.OutOrStdout(), args, quick)
+			ctx := benchrun.WithScaleNodes(benchrun.WithDuration(cmd.Context(), duration), nodes)
+			err := benchrun.Run(ctx, cmd.OutOrStdout(), args, quick)
 			if err != nil && strings.Contains(err.Error(), "unknown bench") {
 				return usagef(err.Error())
 			}
@@ -35,7 +37,8 @@ func newBenchCmd() *cobra.Command {
 	}
 	c.Flags().BoolVar(&quick, "quick", false, "shorter runs (smoke test; numbers are indicative)")
 	c.Flags().BoolVar(&list, "list", false, "list the benchmarks and exit")
-	c.Flags().DurationVar(&duration, "duration", 0, "how long the timed benches run (soak: default 2m)")
+	c.Flags().DurationVar(&duration, "duration", 0, "how long the timed benches run (soak: default 2m; scale: the idle window, default 10s)")
+	c.Flags().IntSliceVar(&nodes, "nodes", nil, "scale: the mesh sizes (default 4,8,16,32,64,128; quick 4,8)")
 	benchrun.AddFlags(c.Flags())
 	c.AddCommand(newBenchCompareCmd(), newBenchCompareServerCmd(), newBenchCompareReportCmd())
 	return c

@@ -98,6 +98,7 @@ func testValidation(t *testing.T, s location.Store, _ func(time.Duration)) {
 		t.Fatalf("invalid descriptors were stored: %v", rids(list))
 	}
 	requireIs(t, s.PutDescriptor(ctx, Desc("m", "n", 1, 1), 0), location.ErrInvalid)
+	invalidChanges(t, s)
 	requireIs(t, s.PutPublisher(ctx, location.Publisher{Channel: "c", RID: "p", Endpoint: "tcp://x:1"}, LongTTL), location.ErrInvalid)
 	requireIs(t, s.PutPublisher(ctx, location.Publisher{Channel: "c", RID: "p", Generation: 1}, LongTTL), location.ErrInvalid)
 	requireIs(t, s.PutPublisher(ctx, location.Publisher{Channel: "c", RID: strings.Repeat("p", 257), Generation: 1, Endpoint: "tcp://x:1"}, LongTTL), location.ErrInvalid)
@@ -345,6 +346,7 @@ func testClosed(t *testing.T, s location.Store, _ func(time.Duration)) {
 	_, err = s.ListDescriptors(ctx, "m")
 	requireIs(t, err, location.ErrClosed)
 	closedSpotDirectory(t, s)
+	closedChanges(t, s)
 	_, err = s.Watch(ctx, "m")
 	requireIs(t, err, location.ErrClosed)
 }
