@@ -9,7 +9,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-
 	"github.com/zlink-go/zlink/spot/internal/timers"
 	"github.com/zlink-go/zlink/wire"
 )
