@@ -59,6 +59,12 @@ func (r *msgReader) length(width int) (int, error) {
 }
 
 func (r *msgReader) mapLen() (n int, isNil bool, err error) {
+	return r.containerLen(0x80, 0xde, "a map")
+}
+
+// containerLen reads the length of a map or an array: fix is its fixed
+// form's first code (16 lengths), c16 its 16-bit form (c16+1 the 32-bit).
+func (r *msgReader) containerLen(fix, c16 byte, what string) (n int, isNil bool, err error) {
 	c, err := r.code()
 	if err != nil {
 		return 0, false, err
@@ -66,14 +72,14 @@ func (r *msgReader) mapLen() (n int, isNil bool, err error) {
 	switch {
 	case c == 0xc0:
 		return 0, true, nil
-	case c >= 0x80 && c <= 0x8f:
+	case c >= fix && c <= fix+0x0f:
 		return int(c & 0x0f), false, nil
-	case c == 0xde:
+	case c == c16:
 		n, err = r.length(2)
-	case c == 0xdf:
+	case c == c16+1:
 		n, err = r.length(4)
 	default:
-		return 0, false, fmt.Errorf("code 0x%02x is not a map", c)
+		return 0, false, fmt.Errorf("code 0x%02x is not %s", c, what)
 	}
 	return n, false, err
 }
@@ -180,23 +186,7 @@ func (r *msgReader) servers() (map[string]uint16, error) {
 }
 
 func (r *msgReader) arrayLen() (n int, isNil bool, err error) {
-	c, err := r.code()
-	if err != nil {
-		return 0, false, err
-	}
-	switch {
-	case c == 0xc0:
-		return 0, true, nil
-	case c >= 0x90 && c <= 0x9f:
-		return int(c & 0x0f), false, nil
-	case c == 0xdc:
-		n, err = r.length(2)
-	case c == 0xdd:
-		n, err = r.length(4)
-	default:
-		return 0, false, fmt.Errorf("code 0x%02x is not an array", c)
-	}
-	return n, false, err
+	return r.containerLen(0x90, 0xdc, "an array")
 }
 
 // kinds reads the Spot kinds of a descriptor: nil (msgpack nil, the same

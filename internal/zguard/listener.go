@@ -337,6 +337,18 @@ func (in *Inbound) add(l *listener) {
 // whether such a connection was found. Safe for concurrent use; it does
 // not block.
 func (in *Inbound) Authenticated(identity string) bool {
+	l, c := in.lookup(identity)
+	if c == nil {
+		return false
+	}
+	c.authenticate()
+	l.handshakeEnded(c)
+	return true
+}
+
+// lookup finds the live inbound connection that announced identity, and
+// its listener.
+func (in *Inbound) lookup(identity string) (*listener, *conn) {
 	in.mu.Lock()
 	ls := in.ls
 	in.mu.Unlock()
@@ -345,31 +357,22 @@ func (in *Inbound) Authenticated(identity string) bool {
 		c := l.live[identity]
 		l.mu.Unlock()
 		if c != nil {
-			c.authenticate()
-			l.handshakeEnded(c)
-			return true
+			return l, c
 		}
 	}
-	return false
+	return nil, nil
 }
 
 // Disconnect closes the inbound connection that announced identity, after
 // what was written to it (a refusal) has gone out. It reports whether one
 // was found.
 func (in *Inbound) Disconnect(identity string) bool {
-	in.mu.Lock()
-	ls := in.ls
-	in.mu.Unlock()
-	for _, l := range ls {
-		l.mu.Lock()
-		c := l.live[identity]
-		l.mu.Unlock()
-		if c != nil {
-			c.closeWith(ErrDisconnected, false)
-			return true
-		}
+	_, c := in.lookup(identity)
+	if c == nil {
+		return false
 	}
-	return false
+	c.closeWith(ErrDisconnected, false)
+	return true
 }
 
 // firstByteConn is the TCP conn under a listener's TLS: until the first
