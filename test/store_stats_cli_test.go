@@ -24,7 +24,13 @@ func TestCLI_StoreCorruptRecordsLoggedAndCounted(t *testing.T) {
 	// A broken writer's descriptor beside the node's: discovery lists the
 	// mesh, skips it, counts it and logs it.
 	redis.Command(t, "HSET", "zlink:{mesh:game}:node:broken", "gen", "1", "rev", "1", "d", "not msgpack")
-	redis.Command(t, "SADD", "zlink:{mesh:game}:nodes", "broken")
+	// Entered in the mesh's change log as a writer would: the revision
+	// moves, the record is among the changes and lives a minute.
+	redis.Command(t, "EVAL", `local s = redis.call('HINCRBY', KEYS[1], 'seq', 1)
+redis.call('ZADD', KEYS[2], s, 'broken')
+redis.call('ZADD', KEYS[3], ARGV[1], 'broken')
+return s`, "3", "zlink:{mesh:game}:rev", "zlink:{mesh:game}:changed", "zlink:{mesh:game}:live",
+		strconv.FormatInt(time.Now().Add(time.Minute).UnixMilli(), 10))
 	var line string
 	cliWait(t, "status to count the corrupt record", 20*time.Second, func() bool {
 		r := cliRun(t, 10*time.Second, "status", "--admin", n.admin)
