@@ -5,6 +5,7 @@
 //	go run ./examples/typed    a typed channel request over three weighted Servers, drain and undrain
 //	go run ./examples/fanout   classic fanout: one publisher, one subscriber
 //	go run ./examples/lobby    a small game back end: lobby, two match Servers, fanout events, a drain
+//	go run ./examples/room     Spots: typed async calls to players, a deferred reply, timers
 //	go run ./examples/embedded a game process serving the admin API (package admin) for zlink-node and /ui
 //
 // They bind only 127.0.0.1 on ports the kernel picks, wait for readiness
