@@ -14,7 +14,10 @@
 //     and the process dies with a fatal out-of-memory error;
 //   - two live connections announcing the same identity both receive every
 //     message a ROUTER sends to that identity;
-//   - a malformed READY property list makes its metadata decoder panic;
+//   - a malformed READY property list makes its metadata decoder panic, and
+//     a READY without a socket type it knows (none, or "DEALE\xa8", found
+//     by FuzzListenerPreHandshake) panics in its accept or dial goroutine
+//     and takes the whole process down;
 //   - a connection whose greeting it refuses (another mechanism, say) is
 //     dropped without being closed, and stays open;
 //   - each frame is two unbuffered writes.
@@ -30,8 +33,9 @@
 // flushed per complete ZMTP message with a write deadline, so a stuck
 // peer fails its own connection; reads are buffered and every incoming
 // frame header is checked against Config.MaxFrame before zmq4 sees its
-// length; the handshake READY is validated and its Identity property must
-// be unique among the live connections of one listener.
+// length; the handshake READY is validated — well-formed properties and a
+// Socket-Type zmq4 knows — and its Identity property must be unique among
+// the live connections of one listener.
 //
 // # Before authentication
 //

@@ -211,6 +211,7 @@ func sniffCommand(body []byte) (name, identity string, err error) {
 		return name, "", nil
 	}
 	props := body[1+nl:]
+	sockType, typed := "", false
 	for len(props) > 0 {
 		kl := int(props[0])
 		props = props[1:]
@@ -227,9 +228,30 @@ func sniffCommand(body []byte) (name, identity string, err error) {
 		if isIdentityKey(key) {
 			identity = string(props[:vl])
 		}
+		if isSocketTypeKey(key) {
+			sockType, typed = string(props[:vl]), true
+		}
 		props = props[vl:]
 	}
+	if name == "READY" && (!typed || !knownSocketTypes[sockType]) {
+		// zmq4 panics (in its accept or dial goroutine, taking the whole
+		// process down) on a READY without a socket type it knows.
+		return name, "", fmt.Errorf("%w: socket type %.16q", ErrMalformedCommand, sockType)
+	}
 	return name, identity, nil
+}
+
+// knownSocketTypes are the ZMTP socket types zmq4 knows.
+var knownSocketTypes = map[string]bool{
+	"PAIR": true, "PUB": true, "SUB": true, "REQ": true, "REP": true, "DEALER": true,
+	"ROUTER": true, "PULL": true, "PUSH": true, "XPUB": true, "XSUB": true,
+}
+
+// isSocketTypeKey mirrors zmq4's title-casing (each word's first letter
+// upper-cased, the rest kept): the keys it reads as "Socket-Type".
+func isSocketTypeKey(k []byte) bool {
+	return len(k) == 11 && (k[0] == 's' || k[0] == 'S') && string(k[1:7]) == "ocket-" &&
+		(k[7] == 't' || k[7] == 'T') && string(k[8:]) == "ype"
 }
 
 // isIdentityKey mirrors zmq4, which title-cases keys without lowering the

@@ -256,10 +256,14 @@ func TestSniffCommand(t *testing.T) {
 		wantErr      bool
 	}{
 		{"ready with identity", readyBody(prop("Socket-Type", "DEALER"), prop("Identity", "abc")), "READY", "abc", false},
-		{"lower-case key", readyBody(prop("identity", "low")), "READY", "low", false},
-		{"upper-case key is not zmq4's identity", readyBody(prop("IDENTITY", "up")), "READY", "", false},
-		{"last identity wins", readyBody(prop("Identity", "a"), prop("Identity", "b")), "READY", "b", false},
-		{"no properties", readyBody(), "READY", "", false},
+		{"lower-case key", readyBody(prop("socket-type", "DEALER"), prop("identity", "low")), "READY", "low", false},
+		{"upper-case key is not zmq4's identity", readyBody(prop("Socket-Type", "ROUTER"), prop("IDENTITY", "up")), "READY", "", false},
+		{"last identity wins", readyBody(prop("Socket-Type", "REQ"), prop("Identity", "a"), prop("Identity", "b")), "READY", "b", false},
+		// zmq4 panics on a socket type it does not know (the process dies):
+		// a READY without one it knows is refused here first.
+		{"no properties", readyBody(), "READY", "", true},
+		{"unknown socket type", readyBody(prop("Socket-Type", "DEALE\xa8"), prop("Identity", "fz")), "READY", "", true},
+		{"socket type zmq4 does not read", readyBody(prop("SOCKET-TYPE", "DEALER")), "READY", "", true},
 		{"other command", append([]byte{5}, "ERROR"...), "ERROR", "", false},
 		{"empty body", nil, "", "", true},
 		{"name longer than body", []byte{9, 'R'}, "", "", true},

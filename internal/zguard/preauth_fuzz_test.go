@@ -53,11 +53,11 @@ func FuzzListenerPreHandshake(f *testing.F) {
 			scfg, rec = tlsFor(f, ca.Pool(), ca.Issue(f, meshID).TLS, meshID)
 			dcfg, _ = tlsFor(f, ca.Pool(), ca.Issue(f, meshID).TLS, meshID)
 		}
-		// Short enough for many runs a second, long enough that the real
+		// Short enough for a few runs a second, long enough that the real
 		// peer's TLS ClientHello beats the first-byte timeout on a loaded
-		// machine.
-		scfg.HandshakeTimeout = 600 * time.Millisecond
-		scfg.FirstByteTimeout = 300 * time.Millisecond
+		// machine running two fuzz workers (300 ms was seen to miss).
+		scfg.HandshakeTimeout = 2 * time.Second
+		scfg.FirstByteTimeout = time.Second
 		scfg.MaxPendingHandshakes, scfg.ReservedForKnown = 1, -1
 		router, addr := newRouter(f, scfg)
 		f.Cleanup(func() { _ = router.Close() })
