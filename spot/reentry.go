@@ -123,13 +123,6 @@ func (r *reentry) signalLocked() {
 	}
 }
 
-// queued counts the deliveries waiting (tests, the tree).
-func (r *reentry) queued() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.queue)
-}
-
 // reenter queues a delivery of a chain act is waiting on (a reentrant
 // kind), admitted against the Spot's mailbox budgets; a refusal ends it
 // with ErrBusy, as a full mailbox does. When no turn of act runs any more

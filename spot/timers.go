@@ -170,7 +170,7 @@ type timerClock struct {
 	// before a change): a change earlier than that wakes it.
 	sleepUntil time.Time
 
-	fired, merged, retried atomic.Uint64
+	merged, retried atomic.Uint64
 }
 
 func newClock(rt *runtime) *timerClock {
@@ -312,7 +312,6 @@ func (k *timerClock) run() {
 // next due time (a one-shot timer is tried again shortly).
 func (k *timerClock) post(d due, now time.Time) {
 	f := d.f
-	k.fired.Add(1)
 	k.merged.Add(uint64(f.Merged))
 	if d.act.ref.Tell(&timerFire{name: f.Key.Name, gen: f.Gen}) == nil {
 		return

@@ -33,6 +33,9 @@ var (
 	ticksP = wire.NewPacket[struct{}, tmState]("ticks")
 	leftP  = wire.NewPacket[struct{}, map[string]int64]("left") // name → ms left
 	slowP  = wire.NewPacket[int64, struct{}]("slow")
+	// armSlowP starts a one-shot timer due at once, then holds the turn
+	// until the clock found the mailbox full (at most that many ms).
+	armSlowP = wire.NewPacket[int64, struct{}]("arm-slow")
 )
 
 // timerFires counts each timer's firings across the test's nodes.
@@ -100,6 +103,18 @@ func timerKind(f *timerFires, g *gauge) *spot.Kind[tmState] {
 			out[ti.Name] = ti.Left.Milliseconds()
 		}
 		return out, nil
+	})
+	spot.On(k, armSlowP, func(c *spot.Context, s *tmState, ms int64) (struct{}, error) {
+		if err := spot.StartTimerOf(c, "once", 0, 0, tickP, "once"); err != nil {
+			return struct{}{}, err
+		}
+		for deadline := time.Now().Add(time.Duration(ms) * time.Millisecond); time.Now().Before(deadline); {
+			if st, _ := spot.StatsOf(c.Node); st.TimerRetries > 0 {
+				break
+			}
+			time.Sleep(time.Millisecond) // poll interval of a condition wait
+		}
+		return struct{}{}, nil
 	})
 	spot.On(k, slowP, func(c *spot.Context, s *tmState, ms int64) (struct{}, error) {
 		time.Sleep(time.Duration(ms) * time.Millisecond)
@@ -294,5 +309,27 @@ func TestTimers_MoveCarriesThem(t *testing.T) {
 	left, err := spot.Call(ctx, cl, "timed", "m", leftP, struct{}{})
 	if err != nil || left["later"] <= 0 || left["later"] > 60_000 || left["tick"] > 10 {
 		t.Fatalf("timers after the move: %v (%v); want later with under a minute left, tick on its period", left, err)
+	}
+}
+
+// A firing that finds the Spot's mailbox full is counted and, for a
+// one-shot timer, tried again: it still fires, once, after the turn that
+// filled the mailbox.
+func TestTimers_FullMailboxRetriesAOneShot(t *testing.T) {
+	f := &timerFires{n: map[string]int{}, source: map[string]bool{}}
+	g := newGauge()
+	servers, cl := timerNodes(t, func() spot.Registration { return timerKind(f, g).SetMailbox(1, 1<<20) }, 1)
+	ctx := ctxT(t, 30*time.Second)
+	// The turn that starts the timer fills the one-message budget while
+	// the timer comes due.
+	if _, err := spot.Call(ctx, cl, "timed", "t", armSlowP, 5000); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the one-shot fired once after a retry", 10*time.Second, func() bool {
+		st, _ := spot.StatsOf(servers[0])
+		return st.TimerRetries > 0 && f.get("once") == 1
+	})
+	if n := f.get("once"); n != 1 {
+		t.Fatalf("the one-shot fired %d times", n)
 	}
 }
