@@ -60,7 +60,7 @@ var (
 	descSpotTurns = prometheus.NewDesc("zlink_spot_turns_total",
 		"Spot turns on this MeshNode, by Spot kind, packet (registered names; _reply for OnReply turns, anything else _unknown), source (request, send, reply, timer) and result (ok or the error kind).", []string{"mesh", "spot_kind", "packet", "source", "result"}, nil)
 	descSpotEvents = prometheus.NewDesc("zlink_spot_events_total",
-		"Spot runtime events: redirects, fenced, overlaps, store_incarnations, saves, save_errors, moves, rebalanced, sends_dropped, not_hosted, state_rereads, async_abandoned.", []string{"mesh", "event"}, nil)
+		"Spot runtime events: redirects, fenced, overlaps, store_incarnations, saves, save_errors, moves, move_waits, rebalanced, sends_dropped, not_hosted, state_rereads, async_abandoned.", []string{"mesh", "event"}, nil)
 )
 
 // What a node served, per handler scope (channel "" is Node direct) and
@@ -279,7 +279,7 @@ func collectSpots(ch chan<- prometheus.Metric, mesh string, ss spot.Stats) {
 	for ev, v := range map[string]uint64{
 		"redirects": ss.Redirects, "fenced": ss.Fenced, "overlaps": ss.Overlaps,
 		"store_incarnations": ss.StoreIncarnations, "saves": ss.Saves, "save_errors": ss.SaveErrors,
-		"moves": ss.Moves, "rebalanced": ss.Rebalanced, "sends_dropped": ss.SendsDropped,
+		"moves": ss.Moves, "move_waits": ss.MoveWaits, "rebalanced": ss.Rebalanced, "sends_dropped": ss.SendsDropped,
 		"not_hosted": ss.NotHosted, "state_rereads": ss.StateRereads, "async_abandoned": ss.AsyncAbandoned,
 	} {
 		ch <- prometheus.MustNewConstMetric(descSpotEvents, prometheus.CounterValue, float64(v), mesh, ev)

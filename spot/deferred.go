@@ -2,6 +2,7 @@ package spot
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,7 +16,8 @@ import (
 // the caller's deadline (ErrTimeout), or when the activation ends first
 // (deactivation, drain, a move, a fence, a panic: ErrOutcomeUnknown at
 // once — the handler ran, its answer never came). An open request keeps
-// the Spot from idle deactivation.
+// the Spot from idle deactivation, and a move waits for the open requests
+// (waitOpen) before the Spot's last turn.
 
 // openReq is one request left open (touched by the Spot's turns; done is
 // the exactly-once gate shared with the deadline timer).
@@ -34,8 +36,8 @@ func (o *openReq) end(rt *runtime, rep []byte) bool {
 		return false
 	}
 	o.timer.Stop()
-	o.act.openN.Add(-1)
 	rt.answer(o.d.r, &o.d.h, rep)
+	o.act.closeOne()
 	return true
 }
 
@@ -45,8 +47,65 @@ func (o *openReq) expire(rt *runtime, rep []byte) {
 	if !o.done.CompareAndSwap(false, true) {
 		return
 	}
-	o.act.openN.Add(-1)
 	rt.answer(o.d.r, &o.d.h, rep)
+	o.act.closeOne()
+}
+
+// closeOne counts an open request ended; the last one opens the gate of a
+// move waiting for them.
+func (a *activation) closeOne() {
+	if a.openN.Add(-1) == 0 {
+		if g := a.quiet.Load(); g != nil {
+			g.open()
+		}
+	}
+}
+
+// quietGate is what a move waits on: closed once the Spot has no open
+// request.
+type quietGate struct {
+	ch   chan struct{}
+	once sync.Once
+}
+
+func newQuietGate() *quietGate { return &quietGate{ch: make(chan struct{})} }
+
+func (g *quietGate) open() { g.once.Do(func() { close(g.ch) }) }
+
+// quiesce is a move's message to the Spot, behind everything the Spot had
+// queued: open the gate when no request is open any more.
+type quiesce struct{ gate *quietGate }
+
+// onQuiesce is the Spot's side of quiesce: the queued calls ran (they may
+// have left requests open); later turns (replies, timers) answer them.
+func (a *spotActor) onQuiesce(q *quiesce) {
+	a.act.quiet.Store(q.gate)
+	if a.gone || a.act.openN.Load() == 0 {
+		q.gate.open()
+		return
+	}
+	a.rt.stats.moveWaits.Add(1)
+	if a.act.openN.Load() == 0 { // the last one ended meanwhile
+		q.gate.open()
+	}
+}
+
+// waitOpen is the mover's wait, before it asks the target to prepare, for
+// the requests the Spot left open: until they are answered or wait
+// passed; what is still open then ends with ErrOutcomeUnknown in the
+// Spot's last turn.
+func (rt *runtime) waitOpen(act *activation, wait time.Duration) {
+	g := newQuietGate()
+	if act.ref.Tell(&quiesce{gate: g}) != nil {
+		return
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-g.ch:
+	case <-t.C:
+	case <-rt.base.Done():
+	}
 }
 
 // Later is a request its handler left open (Defer), to be answered once

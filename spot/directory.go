@@ -49,6 +49,9 @@ type activation struct {
 	open    map[*openReq]struct{}
 	openN   atomic.Int64
 	saveNow func() error
+	// quiet is set by a move that waits for the open requests: closed when
+	// the last of them ends.
+	quiet atomic.Pointer[quietGate]
 }
 
 func (a *activation) touch(now time.Time) { a.lastUsed.Store(now.UnixNano()) }

@@ -39,6 +39,7 @@ import (
 type (
 	moveOut struct {
 		id, to string
+		wait   time.Duration // for the Spot's open requests (waitOpen)
 		done   chan error
 	}
 	// moveDone: the mover goroutine's outcome (the kind actor resumes or
@@ -62,6 +63,18 @@ type (
 // moveWait bounds how long a target holds direct calls for a move's
 // forwarded ones.
 func (rt *runtime) moveWait() time.Duration { return 2*rt.cfg.StoreTimeout + time.Second }
+
+// openWait is how long a move waits for the requests its Spot left open
+// (Defer): the store's step bound (moveWait), or half of what is left of
+// the move's own deadline when that is shorter — the move itself needs the
+// rest.
+func (rt *runtime) openWait(ctx context.Context) time.Duration {
+	w := rt.moveWait()
+	if dl, ok := ctx.Deadline(); ok {
+		w = min(w, time.Until(dl)/2)
+	}
+	return max(w, 0)
+}
 
 // forwardFor is how long a previous owner forwards what still reaches it
 // (instead of redirecting): long enough for one-way messages a caller has
@@ -102,7 +115,7 @@ func (rt *runtime) move(ctx context.Context, ks *kindState, id, to string) error
 		return fmt.Errorf("%w: spots restarting", zerr.ErrBusy)
 	}
 	done := make(chan error, 1)
-	if err := ref.TellControl(&moveOut{id: id, to: to, done: done}); err != nil {
+	if err := ref.TellControl(&moveOut{id: id, to: to, wait: rt.openWait(ctx), done: done}); err != nil {
 		return err
 	}
 	select {
@@ -138,6 +151,9 @@ func (rt *runtime) mover(kindRef interface{ TellControl(any) error }, ks *kindSt
 		}
 		_ = kindRef.TellControl(&moveDone{id: id, act: act, to: to, err: err, done: m.done})
 	}
+	// 1b. the requests the Spot left open get their answers first (the
+	// calls that wait in the entry meanwhile are not its turns).
+	rt.waitOpen(act, m.wait)
 	// 2. prepare
 	var timers []byte // the Spot's timers, encoded by its last turn
 	ctx, cancel := context.WithTimeout(rt.base, rt.moveWait())

@@ -48,6 +48,8 @@ func (a *spotActor) Receive(c actor.Context) {
 		a.reply(c, msg) // a reply taken as a turn counts as a change (persistence)
 	case *handoff:
 		a.lastForMove(c, msg)
+	case *quiesce:
+		a.onQuiesce(msg)
 	case *timerFire:
 		a.fire(c, msg)
 	case *restoreTimers:

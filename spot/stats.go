@@ -45,6 +45,7 @@ type counters struct {
 	saveErrors     atomic.Uint64 // state snapshots the store did not take
 	rereads        atomic.Uint64 // states read again after a save of unknown outcome
 	moves          atomic.Uint64 // Spots moved away from this node
+	moveWaits      atomic.Uint64 // moves that waited for open deferred requests
 	rebalanced     atomic.Uint64 // of them, by the rebalancer
 	notHosted      atomic.Uint64 // requests for a kind this node does not host
 	timerTurns     atomic.Uint64 // timer firings run as turns
@@ -98,6 +99,9 @@ type Stats struct {
 	// those of them the rebalancer moved.
 	Moves      uint64 `json:"moves"`
 	Rebalanced uint64 `json:"rebalanced"`
+	// MoveWaits counts moves whose Spot had requests left open (Defer):
+	// the move waited for their answers before the Spot's last turn.
+	MoveWaits uint64 `json:"move_waits"`
 	// NotHosted counts requests this node answered "kind not hosted"
 	// (for a kind it does not host; none of them ran).
 	NotHosted uint64 `json:"not_hosted"`
@@ -138,7 +142,7 @@ func (rt *runtime) statsNow() Stats {
 	s := Stats{Role: rt.role.String(), Redirects: rt.stats.redirects.Load(), Fenced: rt.stats.fenced.Load(),
 		Overlaps: rt.stats.overlaps.Load(), SendsDropped: rt.stats.sendsDropped.Load(), AsyncAbandoned: rt.stats.asyncAbandoned.Load(),
 		StoreIncarnations: rt.stats.incarnations.Load(),
-		Saves:             rt.stats.saves.Load(), SaveErrors: rt.stats.saveErrors.Load(), StateRereads: rt.stats.rereads.Load(), Moves: rt.stats.moves.Load(), Rebalanced: rt.stats.rebalanced.Load(),
+		Saves:             rt.stats.saves.Load(), SaveErrors: rt.stats.saveErrors.Load(), StateRereads: rt.stats.rereads.Load(), Moves: rt.stats.moves.Load(), MoveWaits: rt.stats.moveWaits.Load(), Rebalanced: rt.stats.rebalanced.Load(),
 		NotHosted:  rt.stats.notHosted.Load(),
 		TimerTurns: rt.stats.timerTurns.Load(), TimersMerged: rt.clock.merged.Load(), TimerRetries: rt.clock.retried.Load(),
 		LeaseGeneration: gen, LeaseValid: valid, Cached: rt.cache.len()}
