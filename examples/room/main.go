@@ -6,7 +6,10 @@
 //   - it leaves its caller's request open (spot.Defer) and answers it from
 //     the turn that takes the last player's reply — no polling;
 //   - a timer (Context.StartTimer) counts down the match once it started,
-//     and a one-shot timer ends it.
+//     and a one-shot timer ends it;
+//   - the room pushes "match ended" to the gateway, typed and one way
+//     (routemesh.Send from the timer's turn, on channel "lobby"): the
+//     gateway waits for the push, it does not poll.
 package main
 
 import (
@@ -39,6 +42,11 @@ type (
 		Room    string
 		Players []string
 	}
+	// Ended is the room's push to the gateway when its match ended.
+	Ended struct {
+		Room  string
+		Ticks int
+	}
 	// Room is a room Spot's state (in memory: rooms are short-lived).
 	Room struct {
 		waiting map[string]bool // players not answered yet
@@ -54,7 +62,11 @@ var (
 	StartP  = wire.NewPacket[Start, Ready]("start")
 	TickP   = wire.NewPacket[string, struct{}]("tick")
 	StateP  = wire.NewPacket[struct{}, string]("state")
+	EndedP  = wire.NewPacket[Ended, struct{}]("ended")
 )
+
+// lobby is the channel the gateway serves: rooms push to it.
+const lobby = "lobby"
 
 func playerKind() *spot.Kind[Player] {
 	k := spot.NewKind("player", func(string) *Player { return &Player{} })
@@ -111,6 +123,12 @@ func roomKind() *spot.Kind[Room] {
 		case "end":
 			c.CancelTimer("tick")
 			s.Ended = true
+			// A typed one-way push from the turn (c carries the chain); it
+			// ends once queued for the gateway, or refused.
+			if err := routemesh.Send(c, c.Node, lobby, EndedP, Ended{Room: c.ID, Ticks: s.ticks}); err != nil {
+				l := c.Node.Logger()
+				l.Warn().Err(err).Str("room", c.ID).Msg("room: the push to the lobby failed")
+			}
 		}
 	})
 	spot.On(k, StateP, func(_ *spot.Context, s *Room, _ struct{}) (string, error) {
@@ -147,9 +165,20 @@ func run(ctx context.Context, out io.Writer) error {
 			cancel()
 		}
 	}()
+	ended := make(chan Ended, 1)
 	start := func(prefix string, role routemesh.ObjectRole, kinds ...spot.Registration) (*routemesh.Node, error) {
 		o := zlink.NewOptions().SetLocationStore(store)
 		b := o.AddRouteMesh("game").SetRoutingIDPrefix(prefix).SetObjectRole(role)
+		if role == routemesh.ObjectServer {
+			b.Channel(lobby).Client()
+		} else { // the gateway: rooms push to it
+			routemesh.OnSend(b.Channel(lobby).Server(), EndedP, func(_ *routemesh.Context, e Ended) {
+				select {
+				case ended <- e:
+				default:
+				}
+			})
+		}
 		spot.Enable(b, kinds...)
 		h, err := zlink.Start(ctx, o)
 		if err != nil {
@@ -184,19 +213,19 @@ func run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "room %s ready with %v\n", ready.Room, ready.Players)
-	for {
-		state, err := spot.Call(ctx, gw, "room", "r1", StateP, struct{}{})
-		if err != nil {
-			return err
-		}
-		if state != "running" {
-			fmt.Fprintf(out, "room r1 %s\n", state)
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(10 * time.Millisecond): // poll interval of the demo's wait
-		}
+	// The gateway waits for the room's push: no polling.
+	select {
+	case e := <-ended:
+		fmt.Fprintf(out, "room %s ended after %d ticks\n", e.Room, e.Ticks)
+	case <-ctx.Done():
+		return ctx.Err()
 	}
+	state, err := spot.Call(ctx, gw, "room", "r1", StateP, struct{}{})
+	if err != nil {
+		return err
+	}
+	if state == "running" {
+		return fmt.Errorf("room r1 pushed its end but says %q", state)
+	}
+	return nil
 }
