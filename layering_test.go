@@ -1,0 +1,135 @@
+package zlink_test
+
+import (
+	"go/ast"
+	"go/build"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const modulePath = "github.com/zlink-go/zlink"
+
+// pureMachines are the packages that decide (handshake and admission,
+// liveness, selection, placement, fencing, the timer schedule): plain Go
+// types driven by the actors, with the clock and randomness injected.
+var pureMachines = []string{
+	"internal/fence",
+	"routemesh/internal/admission",
+	"routemesh/internal/handshake",
+	"routemesh/internal/liveness",
+	"routemesh/internal/selection",
+	"spot/internal/placement",
+	"spot/internal/timers",
+}
+
+// TestLayering_PureMachinesReadNoClockAndStartNoGoroutine parses the
+// non-test files of every pure machine: none reads the wall clock, waits,
+// or starts a goroutine — time comes in as an argument.
+func TestLayering_PureMachinesReadNoClockAndStartNoGoroutine(t *testing.T) {
+	banned := []string{"Now", "Since", "Until", "After", "AfterFunc", "NewTimer", "NewTicker", "Sleep", "Tick"}
+	files := 0
+	for _, dir := range pureMachines {
+		p, err := build.ImportDir(dir, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", dir, err)
+		}
+		for _, name := range p.GoFiles {
+			path := filepath.Join(dir, name)
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files++
+			timeName := "" // the name the file imports "time" under
+			for _, imp := range f.Imports {
+				if v, _ := strconv.Unquote(imp.Path.Value); v == "time" {
+					timeName = "time"
+					if imp.Name != nil {
+						timeName = imp.Name.Name
+					}
+				}
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.GoStmt:
+					t.Errorf("%s: starts a goroutine (a pure machine is driven by its actor)", path)
+				case *ast.SelectorExpr:
+					if x, ok := n.X.(*ast.Ident); ok && timeName != "" && x.Name == timeName && slices.Contains(banned, n.Sel.Name) {
+						t.Errorf("%s: uses time.%s (the clock is injected)", path, n.Sel.Name)
+					}
+				}
+				return true
+			})
+		}
+	}
+	if files < len(pureMachines) {
+		t.Fatalf("parsed %d files of %d packages: the test no longer sees them", files, len(pureMachines))
+	}
+}
+
+// imports returns the module packages pkg imports, directly or not
+// (non-test files), with the path that reaches each.
+func imports(t *testing.T, pkg string) map[string][]string {
+	t.Helper()
+	seen := map[string][]string{}
+	var walk func(pkg string, via []string)
+	walk = func(pkg string, via []string) {
+		if _, ok := seen[pkg]; ok {
+			return
+		}
+		seen[pkg] = via
+		p, err := build.ImportDir("./"+filepath.FromSlash(strings.TrimPrefix(strings.TrimPrefix(pkg, modulePath), "/")), 0)
+		if err != nil {
+			t.Fatalf("%s: %v", pkg, err)
+		}
+		for _, imp := range p.Imports {
+			if strings.HasPrefix(imp, modulePath+"/") {
+				walk(imp, append(via[:len(via):len(via)], imp))
+			}
+		}
+	}
+	walk(pkg, []string{pkg})
+	return seen
+}
+
+// TestLayering_WireImportsNoRuntime: wire (frames, envelopes, packets,
+// codes) stands under everything; of this module it imports only the
+// error values.
+func TestLayering_WireImportsNoRuntime(t *testing.T) {
+	for pkg, via := range imports(t, modulePath+"/wire") {
+		switch strings.TrimPrefix(pkg, modulePath+"/") {
+		case "wire", "internal/zerr":
+		default:
+			t.Errorf("wire imports %s (via %s)", pkg, strings.Join(via, " -> "))
+		}
+	}
+}
+
+// TestLayering_CoreImportsNoToolOrTestPackage: no package of the runtime
+// (the root package and everything it and the admin, metrics and fanout
+// packages reach) imports the command, the bench harness, the
+// OpenTelemetry adapter, the examples or a package made for tests.
+func TestLayering_CoreImportsNoToolOrTestPackage(t *testing.T) {
+	forbidden := []string{"cmd", "otelzlink", "examples", "test", "internal/cdptest", "internal/zguard/tlstest", "location/locationtest", "routemesh/internal/transport/memnet"}
+	roots := []string{"", "/admin", "/metrics", "/fanout", "/spot", "/spot/counter", "/routemesh", "/location", "/supervisor", "/actors", "/mailbox", "/wire"}
+	reached := 0
+	for _, root := range roots {
+		for pkg, via := range imports(t, modulePath+root) {
+			reached++
+			rel := strings.TrimPrefix(strings.TrimPrefix(pkg, modulePath), "/")
+			for _, f := range forbidden {
+				if rel == f || strings.HasPrefix(rel, f+"/") {
+					t.Errorf("%s imports %s (via %s)", modulePath+root, pkg, strings.Join(via, " -> "))
+				}
+			}
+		}
+	}
+	if reached < 30 {
+		t.Fatalf("the walk reached %d packages: the test no longer sees the imports", reached)
+	}
+}
