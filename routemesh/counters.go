@@ -4,15 +4,16 @@ import (
 	"errors"
 	"sync/atomic"
 
+	"github.com/zlink-go/zlink/internal/zerr"
 	"github.com/zlink-go/zlink/wire"
 )
 
 // counters are a node's call counters: a leaf structure of atomics.
 type counters struct {
 	calls, ok        atomic.Uint64
-	byCode           [16]atomic.Uint64 // indexed by wire.Code
-	protocolErrors   atomic.Uint64     // malformed frames, unknown packets on the wire
-	lateFrames       atomic.Uint64     // frames from pipes that are not current
+	byResult         [zerr.Slots]atomic.Uint64 // by slot of the results' table (zerr.SlotOf)
+	protocolErrors   atomic.Uint64             // malformed frames, unknown packets on the wire
+	lateFrames       atomic.Uint64             // frames from pipes that are not current
 	handshakeRejects atomic.Uint64
 	// connectionsRefused: inbound connections the listener's guards
 	// refused before the handshake (caps, deadlines, malformed ZMTP, TLS).
@@ -25,18 +26,28 @@ type counters struct {
 	descriptorErrors   atomic.Uint64 // descriptor writes or renewals that failed
 }
 
+// resultSlot is err's slot in the results' table; a call that timed out
+// counts as a timeout whatever else its error wraps, and a peer's error
+// counts by its code ("other" for a code this build has no row for).
+func resultSlot(err error) int {
+	if err == nil {
+		return 0
+	}
+	if errors.Is(err, zerr.ErrTimeout) {
+		return zerr.SlotOf(zerr.ErrTimeout)
+	}
+	if re, ok := errors.AsType[*wire.RemoteError](err); ok && re.Code != 0 {
+		return zerr.SlotOfCode(uint16(re.Code))
+	}
+	return zerr.SlotOf(err)
+}
+
 func (c *counters) result(err error) {
 	if err == nil {
 		c.ok.Add(1)
 		return
 	}
-	code := wire.CodeOf(err)
-	if errors.Is(err, wire.ErrTimeout) {
-		code = wire.CodeTimeout
-	}
-	if int(code) < len(c.byCode) {
-		c.byCode[code].Add(1)
-	}
+	c.byResult[resultSlot(err)].Add(1)
 }
 
 func (c *counters) snapshot() map[string]uint64 {
@@ -54,9 +65,9 @@ func (c *counters) snapshot() map[string]uint64 {
 		"descriptor_puts":     c.descriptorPuts.Load(),
 		"descriptor_errors":   c.descriptorErrors.Load(),
 	}
-	for i := 1; i < len(c.byCode); i++ {
-		if v := c.byCode[i].Load(); v > 0 {
-			m["errors_"+wire.Code(i).String()] = v
+	for i := 1; i < len(c.byResult); i++ {
+		if v := c.byResult[i].Load(); v > 0 {
+			m["errors_"+zerr.SlotName(i)] = v
 		}
 	}
 	return m

@@ -45,7 +45,7 @@ var ErrDrainTimeout = errors.New("zlink: drain timed out with work still running
 // ErrNodeFailed ends every pending and later call of a MeshNode in the
 // terminal Failed state: one of its supervised actors failed past its
 // restart intensity and the node could not be rebuilt.
-var ErrNodeFailed = errors.New("zlink: MeshNode failed")
+var ErrNodeFailed = zerr.ErrNodeFailed
 
 // ConfigError names the mesh and channel a configuration refusal is about.
 type ConfigError struct {

@@ -1,12 +1,11 @@
 package routemesh
 
 import (
-	"errors"
 	"sort"
 	"sync/atomic"
 	"time"
 
-	"github.com/zlink-go/zlink/wire"
+	"github.com/zlink-go/zlink/internal/zerr"
 )
 
 // UnknownPacket is the packet label under which an owner counts messages
@@ -14,9 +13,9 @@ import (
 // names, so a stranger cannot grow their label sets.
 const UnknownPacket = "_unknown"
 
-// resultSlots counts results by wire code: slot 0 is "ok", each code its
-// own slot; a code past the table lands in the last slot ("other").
-const resultSlots = 32
+// resultSlots counts results by the results' table: slot 0 is "ok",
+// each row its own slot, the last any other error (zerr.SlotOf).
+const resultSlots = zerr.Slots
 
 // packetStats is what one handler scope served for one packet (leaf
 // atomics).
@@ -86,11 +85,7 @@ func (s *servedStats) ended(p *packetStats, start time.Time, send bool, err erro
 func (p *packetStats) result(err error) {
 	slot := 0
 	if err != nil {
-		code := wire.CodeOf(err)
-		if errors.Is(err, wire.ErrTimeout) {
-			code = wire.CodeTimeout
-		}
-		slot = min(int(code), resultSlots-1)
+		slot = resultSlot(err)
 	}
 	p.results[slot].Add(1)
 }
@@ -160,14 +155,7 @@ func (p *packetStats) snapshot(name string) ServedPacket {
 		if sp.Requests == nil {
 			sp.Requests = map[string]uint64{}
 		}
-		switch {
-		case i == 0:
-			sp.Requests["ok"] += v
-		case i == resultSlots-1:
-			sp.Requests["other"] += v
-		default:
-			sp.Requests[wire.Code(i).String()] += v
-		}
+		sp.Requests[zerr.SlotName(i)] += v
 	}
 	return sp
 }

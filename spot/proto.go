@@ -2,7 +2,6 @@ package spot
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 
 	"github.com/zlink-go/zlink/wire"
@@ -177,12 +176,11 @@ const (
 	detailNotHosted = 1
 )
 
-// Spot-level error codes beside the wire codes (which they never collide
-// with: wire codes stay below 1000).
+// The Spot results' codes (1000 and up in the one table of results).
 const (
-	codeCycle          wire.Code = 1000
-	codeFenced         wire.Code = 1001
-	codeOutcomeUnknown wire.Code = 1002
+	codeCycle          = wire.CodeCycle
+	codeFenced         = wire.CodeFenced
+	codeOutcomeUnknown = wire.CodeOutcomeUnknown
 )
 
 type reply struct {
@@ -215,15 +213,7 @@ func redirectReply(owner string, epoch uint64) []byte {
 func retryReply(reason string) []byte { return appendString([]byte{stRetry}, reason) }
 
 func errorReply(err error) []byte {
-	code := wire.CodeOf(err)
-	switch {
-	case errors.Is(err, ErrCycle):
-		code = codeCycle
-	case errors.Is(err, ErrFenced):
-		code = codeFenced
-	case errors.Is(err, ErrOutcomeUnknown):
-		code = codeOutcomeUnknown
-	}
+	code := wire.CodeOf(err) // a Spot result before a RouteMesh one it wraps
 	b := binary.AppendUvarint([]byte{stError}, uint64(code))
 	return appendString(b, err.Error())
 }

@@ -1,11 +1,10 @@
 package spot
 
 import (
-	"errors"
 	"sort"
 	"sync/atomic"
 
-	"github.com/zlink-go/zlink/wire"
+	"github.com/zlink-go/zlink/internal/zerr"
 )
 
 // turnSources are the sources a turn is counted under (Context.Source).
@@ -18,9 +17,9 @@ const unknownPacket = "_unknown"
 // replyTurnPacket is the label of OnReply turns.
 const replyTurnPacket = "_reply"
 
-// turnSlots counts results by code: 0 is ok, then the wire codes, then the
-// Spot codes (cycle, fenced, outcome unknown), the last "other".
-const turnSlots = 24
+// turnSlots counts results by the results' table: 0 is ok, each row its
+// own slot, the last "other" (zerr.SlotOf).
+const turnSlots = zerr.Slots
 
 // packetTurns counts one packet's turns by source and result (leaf
 // atomics).
@@ -64,38 +63,9 @@ func (ts *turnStats) count(packet, source string, err error) {
 	pt[sourceIndex(source)][resultSlot(err)].Add(1)
 }
 
-func resultSlot(err error) int {
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, ErrCycle):
-		return int(turnSlots - 4)
-	case errors.Is(err, ErrFenced):
-		return int(turnSlots - 3)
-	case errors.Is(err, ErrOutcomeUnknown):
-		return int(turnSlots - 2)
-	}
-	if c := int(wire.CodeOf(err)); c > 0 && c < turnSlots-4 {
-		return c
-	}
-	return turnSlots - 1
-}
+func resultSlot(err error) int { return zerr.SlotOf(err) }
 
-func slotName(i int) string {
-	switch i {
-	case 0:
-		return "ok"
-	case turnSlots - 4:
-		return "cycle"
-	case turnSlots - 3:
-		return "fenced"
-	case turnSlots - 2:
-		return "outcome_unknown"
-	case turnSlots - 1:
-		return "other"
-	}
-	return wire.Code(i).String()
-}
+func slotName(i int) string { return zerr.SlotName(i) }
 
 // TurnCount is a kind's turns of one packet from one source with one
 // result: "ok" or the error kind.

@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"context"
 	"errors"
 	"strconv"
 	"strings"
@@ -44,43 +43,33 @@ var (
 // valid code.
 type Code uint16
 
-// Codes that cross the wire. Values are part of the protocol: append only.
+// Codes that cross the wire: those of the terminal results' table
+// (internal/zerr.Table, the one place that defines each result's code,
+// name and whether the handler ran). Values are part of the protocol:
+// append only.
 const (
-	CodeNoTarget Code = 1 + iota
-	CodeTimeout
-	CodeMailboxFull
-	CodeBusy
-	CodePeerLost
-	CodeTooLarge
-	CodeHandler
-	CodeCancelled
-	CodeShuttingDown
-	CodeProtocol
-	CodeUnknownPacket
-	CodeBadPayload
-
-	codeEnd // one past the last code
+	CodeNoTarget      Code = 1
+	CodeTimeout       Code = 2
+	CodeMailboxFull   Code = 3
+	CodeBusy          Code = 4
+	CodePeerLost      Code = 5
+	CodeTooLarge      Code = 6
+	CodeHandler       Code = 7
+	CodeCancelled     Code = 8
+	CodeShuttingDown  Code = 9
+	CodeProtocol      Code = 10
+	CodeUnknownPacket Code = 11
+	CodeBadPayload    Code = 12
+	// The Spot results (codes 1000 and up).
+	CodeCycle          Code = 1000
+	CodeFenced         Code = 1001
+	CodeOutcomeUnknown Code = 1002
 )
-
-var codeNames = [...]string{
-	CodeNoTarget:      "no_target",
-	CodeTimeout:       "timeout",
-	CodeMailboxFull:   "mailbox_full",
-	CodeBusy:          "busy",
-	CodePeerLost:      "peer_lost",
-	CodeTooLarge:      "too_large",
-	CodeHandler:       "handler",
-	CodeCancelled:     "cancelled",
-	CodeShuttingDown:  "shutting_down",
-	CodeProtocol:      "protocol",
-	CodeUnknownPacket: "unknown_packet",
-	CodeBadPayload:    "bad_payload",
-}
 
 // String returns a lower_snake name usable as a metrics label.
 func (c Code) String() string {
-	if c >= 1 && c < codeEnd {
-		return codeNames[c]
+	if r, ok := zerr.ByCode(uint16(c)); ok {
+		return r.Name
 	}
 	return "code(" + strconv.Itoa(int(c)) + ")"
 }
@@ -88,39 +77,18 @@ func (c Code) String() string {
 // Sentinel returns the error a code stands for; unknown codes stand for
 // ErrHandler.
 func (c Code) Sentinel() error {
-	switch c {
-	case CodeNoTarget:
-		return zerr.ErrNoTarget
-	case CodeTimeout:
-		return zerr.ErrTimeout
-	case CodeMailboxFull:
-		return zerr.ErrMailboxFull
-	case CodeBusy:
-		return zerr.ErrBusy
-	case CodePeerLost:
-		return zerr.ErrPeerLost
-	case CodeTooLarge:
-		return zerr.ErrTooLarge
-	case CodeCancelled:
-		return zerr.ErrCancelled
-	case CodeShuttingDown:
-		return zerr.ErrShuttingDown
-	case CodeProtocol:
-		return zerr.ErrProtocol
-	case CodeUnknownPacket:
-		return zerr.ErrUnknownPacket
-	case CodeBadPayload:
-		return zerr.ErrBadPayload
-	default:
-		return zerr.ErrHandler
+	if r, ok := zerr.ByCode(uint16(c)); ok {
+		return r.Err
 	}
+	return zerr.ErrHandler
 }
 
 // CodeOf maps an error to the code sent in an Error envelope: a *RemoteError
 // keeps its code (so relayed errors are not rewritten), a sentinel matched
-// with errors.Is (wrapped or typed, e.g. *mailbox.FullError) gives its code,
-// context.Canceled gives CodeCancelled, context.DeadlineExceeded gives
-// CodeTimeout, and anything else is CodeHandler. CodeOf(nil) is 0.
+// with errors.Is (wrapped or typed, e.g. *mailbox.FullError) gives its code
+// (a Spot result before a RouteMesh one it wraps), context.Canceled gives
+// CodeCancelled, context.DeadlineExceeded gives CodeTimeout, and anything
+// else is CodeHandler. CodeOf(nil) is 0.
 func CodeOf(err error) Code {
 	if err == nil {
 		return 0
@@ -128,21 +96,7 @@ func CodeOf(err error) Code {
 	if re, ok := errors.AsType[*RemoteError](err); ok && re.Code != 0 {
 		return re.Code
 	}
-	for c := Code(1); c < codeEnd; c++ {
-		if c == CodeHandler {
-			continue
-		}
-		if errors.Is(err, c.Sentinel()) {
-			return c
-		}
-	}
-	switch {
-	case errors.Is(err, context.Canceled):
-		return CodeCancelled
-	case errors.Is(err, context.DeadlineExceeded):
-		return CodeTimeout
-	}
-	return CodeHandler
+	return Code(zerr.Table[zerr.RowOf(err, true)].Code)
 }
 
 // RemoteError is a terminal error rebuilt from an Error envelope. It matches
