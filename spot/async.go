@@ -280,6 +280,7 @@ func (sc *spotCall) end(body []byte, res Result, err error) {
 // takes changes nothing (after a move it must not save: the record is the
 // new owner's).
 func (a *spotActor) reply(c actor.Context, r *Reply) {
+	defer a.act.checkQuiet() // a move may wait for this reply
 	rt, reg := a.rt, a.ks.reg
 	m := &a.act.drain
 	if a.gone && !m.winding.Load() {

@@ -52,14 +52,22 @@ func (o *openReq) expire(rt *runtime, rep []byte) {
 }
 
 // closeOne counts an open request ended; the last one opens the gate of a
-// move waiting for them.
+// move waiting for them (when no async reply is owed either).
 func (a *activation) closeOne() {
 	if a.openN.Add(-1) == 0 {
-		if g := a.quiet.Load(); g != nil {
-			g.open()
-		}
+		a.checkQuiet()
 	}
 }
+
+// checkQuiet opens the gate of a move waiting on the Spot once no request
+// is open and no reply to its asynchronous calls is owed.
+func (a *activation) checkQuiet() {
+	if g := a.quiet.Load(); g != nil && a.quietNow() {
+		g.open()
+	}
+}
+
+func (a *activation) quietNow() bool { return a.openN.Load() == 0 && a.drain.owed.Load() <= 0 }
 
 // quietGate is what a move waits on: closed once the Spot has no open
 // request.
@@ -73,27 +81,28 @@ func newQuietGate() *quietGate { return &quietGate{ch: make(chan struct{})} }
 func (g *quietGate) open() { g.once.Do(func() { close(g.ch) }) }
 
 // quiesce is a move's message to the Spot, behind everything the Spot had
-// queued: open the gate when no request is open any more.
+// queued: open the gate when no request is open and no reply to its
+// asynchronous calls is owed any more (those replies would otherwise be
+// dropped: they do not follow a Spot to its new owner).
 type quiesce struct{ gate *quietGate }
 
 // onQuiesce is the Spot's side of quiesce: the queued calls ran (they may
 // have left requests open); later turns (replies, timers) answer them.
 func (a *spotActor) onQuiesce(q *quiesce) {
 	a.act.quiet.Store(q.gate)
-	if a.gone || a.act.openN.Load() == 0 {
+	if a.gone || a.act.quietNow() {
 		q.gate.open()
 		return
 	}
 	a.rt.stats.moveWaits.Add(1)
-	if a.act.openN.Load() == 0 { // the last one ended meanwhile
-		q.gate.open()
-	}
+	a.act.checkQuiet() // the last one ended meanwhile
 }
 
 // waitOpen is the mover's wait, before it asks the target to prepare, for
-// the requests the Spot left open: until they are answered or wait
-// passed; what is still open then ends with ErrOutcomeUnknown in the
-// Spot's last turn.
+// the requests the Spot left open and the replies it is owed: until they
+// are answered and taken, or wait passed; what is still open then ends
+// with ErrOutcomeUnknown in the Spot's last turn, and the replies still
+// owed are counted abandoned.
 func (rt *runtime) waitOpen(act *activation, wait time.Duration) {
 	g := newQuietGate()
 	if act.ref.Tell(&quiesce{gate: g}) != nil {

@@ -15,6 +15,8 @@ import (
 
 var (
 	viaGateP = wire.NewPacket[string, string]("via-gate")
+	askGateP = wire.NewPacket[string, struct{}]("ask-gate") // an async call whose reply no request waits for
+	countP   = wire.NewPacket[struct{}, int]("count")
 	gateP    = wire.NewPacket[string, string]("gate")
 )
 
@@ -26,7 +28,13 @@ type moverState struct{ N int }
 func gateKinds(release <-chan struct{}, entered chan<- string) []spot.Registration {
 	mover := spot.NewKind("mover", func(string) *moverState { return &moverState{} })
 	ask := spot.OnReplyOf(mover, gateP, func(c *spot.Context, s *moverState, resp string, err error, tag any) {
-		l := tag.(*spot.Later[string])
+		l, deferred := tag.(*spot.Later[string])
+		if !deferred { // askGate's reply: counted in the state
+			if err == nil {
+				s.N++
+			}
+			return
+		}
 		if err != nil {
 			_ = l.Fail(c, err)
 			return
@@ -41,6 +49,10 @@ func gateKinds(release <-chan struct{}, entered chan<- string) []spot.Registrati
 		}
 		return "", ask.CallSpot(c, "gate", "g", tag, 30*time.Second, l)
 	})
+	spot.OnSend(mover, askGateP, func(c *spot.Context, _ *moverState, tag string) {
+		_ = ask.CallSpot(c, "gate", "g", tag, 30*time.Second, nil)
+	})
+	spot.On(mover, countP, func(_ *spot.Context, s *moverState, _ struct{}) (int, error) { return s.N, nil })
 	gate := spot.NewKind("gate", func(string) *struct{} { return &struct{}{} })
 	spot.On(gate, gateP, func(_ *spot.Context, _ *struct{}, tag string) (string, error) {
 		entered <- tag
@@ -137,5 +149,54 @@ func TestDeferred_MoveEndsWhatStaysOpen(t *testing.T) {
 	}
 	if st, _ := spot.StatsOf(owner); st.MoveWaits != 1 {
 		t.Fatalf("move_waits %d, want 1", st.MoveWaits)
+	}
+}
+
+// A move waits for the replies its Spot is owed too: the reply of an
+// asynchronous call started before the move is taken as a turn on the
+// old owner (its change saved and carried), not dropped.
+func TestDeferred_MoveWaitsForOwedReplies(t *testing.T) {
+	ctx := ctxT(t, 40*time.Second)
+	release := make(chan struct{})
+	store := location.NewMemory()
+	entered := make(chan string, 4)
+	var servers []*routemesh.Node
+	for i := range 2 {
+		_, s := startNode(t, store, fmt.Sprintf("os%d", i), nodeOpts{role: routemesh.ObjectServer, kinds: gateKinds(release, entered)})
+		servers = append(servers, s)
+	}
+	_, cl := startNode(t, store, "oc", nodeOpts{role: routemesh.ObjectClient})
+	waitSpots(t, append(servers, cl)...)
+	if err := spot.Send(ctx, cl, "mover", "m", askGateP, "y"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-entered:
+	case <-ctx.Done():
+		t.Fatal("the gate was never asked")
+	}
+	info, err := spot.Owner(ctx, cl, "mover", "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner, other := servers[0], servers[1]
+	if info.RID == other.RID() {
+		owner, other = other, owner
+	}
+	moved := make(chan error, 1)
+	go func() { moved <- spot.Move(ctx, owner, "mover", "m", other.RID()) }()
+	waitFor(t, "the move waiting for the owed reply", 20*time.Second, func() bool {
+		st, _ := spot.StatsOf(owner)
+		return st.MoveWaits == 1
+	})
+	close(release)
+	if err := <-moved; err != nil {
+		t.Fatalf("move: %v", err)
+	}
+	if n, err := spot.Call(ctx, cl, "mover", "m", countP, struct{}{}); err != nil || n != 1 {
+		t.Fatalf("after the move the Spot counts %d replies (%v), want 1: the owed reply was dropped", n, err)
+	}
+	if st, _ := spot.StatsOf(owner); st.AsyncAbandoned != 0 {
+		t.Fatalf("async_abandoned %d, want 0", st.AsyncAbandoned)
 	}
 }

@@ -99,8 +99,9 @@ type Stats struct {
 	// those of them the rebalancer moved.
 	Moves      uint64 `json:"moves"`
 	Rebalanced uint64 `json:"rebalanced"`
-	// MoveWaits counts moves whose Spot had requests left open (Defer):
-	// the move waited for their answers before the Spot's last turn.
+	// MoveWaits counts moves whose Spot had requests left open (Defer) or
+	// replies owed to its asynchronous calls: the move waited for them
+	// before the Spot's last turn.
 	MoveWaits uint64 `json:"move_waits"`
 	// NotHosted counts requests this node answered "kind not hosted"
 	// (for a kind it does not host; none of them ran).
