@@ -159,7 +159,7 @@ func decodeDescriptor(s string) (Descriptor, error) {
 		case "k":
 			d.Kinds, err = r.kinds()
 		default:
-			return r.skip(0)
+			return r.skip()
 		}
 		return err
 	})
@@ -188,7 +188,7 @@ func decodePublisher(s string) (Publisher, error) {
 		case "e":
 			p.Endpoint, err = r.str(maxEndpointLen)
 		default:
-			return r.skip(0)
+			return r.skip()
 		}
 		return err
 	})
@@ -253,7 +253,7 @@ func decodeRecord(s string, field func(r *msgReader, key string) error) error {
 	if len(s) > maxRecordBytes {
 		return fmt.Errorf("%d bytes, more than %d", len(s), maxRecordBytes)
 	}
-	r := &msgReader{b: s}
+	r := newMsgReader(s)
 	n, isNil, err := r.mapLen()
 	if err != nil {
 		return err
@@ -275,8 +275,8 @@ func decodeRecord(s string, field func(r *msgReader, key string) error) error {
 			return fmt.Errorf("field %q: %w", key, err)
 		}
 	}
-	if r.off != len(r.b) {
-		return fmt.Errorf("%d trailing bytes", len(r.b)-r.off)
+	if r.left() != 0 {
+		return fmt.Errorf("%d trailing bytes", r.left())
 	}
 	return nil
 }

@@ -204,8 +204,8 @@ func (e *encoder) envelope(v *Envelope) {
 // share one string.
 func (r *reader) batch(buf []Envelope) []Envelope {
 	// Each envelope is at least two bytes (a fixarray header and a kind).
-	n := r.arrayHeader()
-	n = r.count(uint64(n), 2)
+	n := r.ArrayHeader()
+	n = r.Count(uint64(n), 2)
 	if n == 0 {
 		return nil
 	}
@@ -217,32 +217,32 @@ func (r *reader) batch(buf []Envelope) []Envelope {
 		out = make([]Envelope, n)
 	}
 	var lastChannel, lastPacket string
-	for i := 0; i < n && r.err == nil; i++ {
+	for i := 0; i < n && r.Err == nil; i++ {
 		r.envelope(&out[i], &lastChannel, &lastPacket)
 	}
 	return out
 }
 
 func (r *reader) envelope(v *Envelope, lastChannel, lastPacket *string) {
-	start := r.off
-	n := r.arrayHeader()
-	if r.err != nil {
+	start := r.Off
+	n := r.ArrayHeader()
+	if r.Err != nil {
 		return
 	}
 	if n < 1 || n > envelopeFields {
-		r.fail("envelope: wrong field count")
+		r.Fail("envelope: wrong field count")
 		return
 	}
-	v.Kind = Kind(r.uint(math.MaxUint8))
-	if r.err == nil && !v.Kind.valid() {
-		r.off = start
-		r.fail("envelope: invalid kind")
+	v.Kind = Kind(r.Uint(math.MaxUint8))
+	if r.Err == nil && !v.Kind.valid() {
+		r.Off = start
+		r.Fail("envelope: invalid kind")
 		return
 	}
 	if n < 2 {
 		return
 	}
-	v.Corr = r.uint(math.MaxUint64)
+	v.Corr = r.Uint(math.MaxUint64)
 	if n < 3 {
 		return
 	}
@@ -254,15 +254,15 @@ func (r *reader) envelope(v *Envelope, lastChannel, lastPacket *string) {
 	if n < 5 {
 		return
 	}
-	v.TimeoutMs = uint32(r.uint(math.MaxUint32))
+	v.TimeoutMs = uint32(r.Uint(math.MaxUint32))
 	if n < 6 {
 		return
 	}
-	v.Payload = r.binBytes()
+	v.Payload = r.BinBytes()
 	if n < 7 {
 		return
 	}
-	v.Code = Code(r.uint(math.MaxUint16))
+	v.Code = Code(r.Uint(math.MaxUint16))
 	if n < 8 {
 		return
 	}
@@ -270,11 +270,11 @@ func (r *reader) envelope(v *Envelope, lastChannel, lastPacket *string) {
 	if n < 9 {
 		return
 	}
-	v.Generation = r.uint(math.MaxUint64)
+	v.Generation = r.Uint(math.MaxUint64)
 	if n < 10 {
 		return
 	}
-	v.Revision = r.uint(math.MaxUint64)
+	v.Revision = r.Uint(math.MaxUint64)
 	if n < 11 {
 		return
 	}
@@ -282,16 +282,16 @@ func (r *reader) envelope(v *Envelope, lastChannel, lastPacket *string) {
 	if n < 12 {
 		return
 	}
-	v.Draining = r.bool()
+	v.Draining = r.Bool()
 	if n < 13 {
 		return
 	}
-	v.Seq = r.uint(math.MaxUint64)
+	v.Seq = r.Uint(math.MaxUint64)
 	if n < 14 {
 		return
 	}
-	if p := r.binBytes(); len(p) > MaxTraceLen {
-		r.fail("envelope: trace context too long")
+	if p := r.BinBytes(); len(p) > MaxTraceLen {
+		r.Fail("envelope: trace context too long")
 	} else if len(p) > 0 {
 		v.Trace = string(p)
 	}
@@ -299,7 +299,7 @@ func (r *reader) envelope(v *Envelope, lastChannel, lastPacket *string) {
 
 // interned reads a string, reusing *last when the bytes are equal.
 func (r *reader) interned(last *string) string {
-	p := r.strBytes()
+	p := r.StrBytes()
 	if string(p) == *last {
 		return *last
 	}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/zlink-go/zlink/internal/msgp"
 	"github.com/zlink-go/zlink/internal/zerr"
 )
 
@@ -141,18 +142,9 @@ func ErrorOf(code Code, msg string) error {
 	return &RemoteError{Code: code, Message: msg}
 }
 
-// DecodeError says where and why DecodeFrame gave up. It matches ErrProtocol.
-type DecodeError struct {
-	Offset int    // byte offset in the frame where the problem was found
-	Reason string // constant text
-}
-
-func (e *DecodeError) Error() string {
-	return "zlink: protocol error: " + e.Reason + " at offset " + strconv.Itoa(e.Offset)
-}
-
-// Is reports whether target is ErrProtocol.
-func (e *DecodeError) Is(target error) bool { return target == zerr.ErrProtocol }
+// DecodeError says where and why DecodeFrame gave up (the module's one
+// msgpack reader's error). It matches ErrProtocol.
+type DecodeError = msgp.Error
 
 // VersionError reports a frame from a protocol version or with a frame type
 // this build does not speak. It matches both ErrProtocol and ErrVersion.

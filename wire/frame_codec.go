@@ -202,25 +202,25 @@ func DecodeFrameInto(f *Frame, b []byte, batch []Envelope) error {
 }
 
 func decodeFrame(f *Frame, b []byte, batch []Envelope) error {
-	r := reader{b: b}
-	n := r.arrayHeader()
-	if r.err == nil && n < 2 {
-		r.fail("frame: short header")
+	r := newReader(b)
+	n := r.ArrayHeader()
+	if r.Err == nil && n < 2 {
+		r.Fail("frame: short header")
 	}
-	version := r.uint(math.MaxUint16)
-	if r.err != nil {
-		return r.err
+	version := r.Uint(math.MaxUint16)
+	if r.Err != nil {
+		return r.Err
 	}
 	if uint16(version) != ProtocolVersion {
 		return &VersionError{Version: uint16(version)}
 	}
 	if n != frameFields {
-		r.fail("frame: wrong field count")
-		return r.err
+		r.Fail("frame: wrong field count")
+		return r.Err
 	}
-	t := FrameType(r.uint(math.MaxUint8))
-	if r.err != nil {
-		return r.err
+	t := FrameType(r.Uint(math.MaxUint8))
+	if r.Err != nil {
+		return r.Err
 	}
 	f.Type = t
 	switch t {
@@ -228,105 +228,105 @@ func decodeFrame(f *Frame, b []byte, batch []Envelope) error {
 		r.fields(helloFields)
 		h := &Hello{}
 		r.identity(&h.Identity)
-		r.fixedBin(h.Nonce[:])
-		h.ExpectRID = r.string()
-		h.ConfigGeneration = r.uint(math.MaxUint64)
+		r.FixedBin(h.Nonce[:])
+		h.ExpectRID = r.Str()
+		h.ConfigGeneration = r.Uint(math.MaxUint64)
 		f.Hello = h
 	case FrameWelcome:
 		r.fields(welcomeFields)
 		w := &Welcome{}
 		r.identity(&w.Identity)
-		r.fixedBin(w.Nonce[:])
-		r.fixedBin(w.Proof[:])
+		r.FixedBin(w.Nonce[:])
+		r.FixedBin(w.Proof[:])
 		f.Welcome = w
 	case FrameAuth:
 		r.fields(authFields)
 		a := &Auth{}
-		r.fixedBin(a.Proof[:])
+		r.FixedBin(a.Proof[:])
 		f.Auth = a
 	case FrameReject:
 		r.fields(rejectFields)
 		rj := &Reject{}
-		rj.Reason = RejectReason(r.uint(math.MaxUint8))
-		if r.err == nil && rj.Reason == 0 {
-			r.fail("reject: zero reason")
+		rj.Reason = RejectReason(r.Uint(math.MaxUint8))
+		if r.Err == nil && rj.Reason == 0 {
+			r.Fail("reject: zero reason")
 		}
-		rj.Detail = r.string()
+		rj.Detail = r.Str()
 		f.Reject = rj
 	case FrameBatch:
 		f.Batch = r.batch(batch)
 	default:
 		return &VersionError{Version: ProtocolVersion, Type: t}
 	}
-	if r.err == nil && r.off != len(b) {
-		r.fail("frame: trailing bytes")
+	if r.Err == nil && r.Off != len(b) {
+		r.Fail("frame: trailing bytes")
 	}
-	return r.err
+	return r.Err
 }
 
 // fields reads an array header that must have exactly n elements.
 func (r *reader) fields(n int) {
-	if got := r.arrayHeader(); r.err == nil && got != n {
-		r.fail("wrong field count")
+	if got := r.ArrayHeader(); r.Err == nil && got != n {
+		r.Fail("wrong field count")
 	}
 }
 
 func (r *reader) identity(id *Identity) {
-	start := r.off
+	start := r.Off
 	r.fields(identityFields)
-	id.Mesh = r.string()
-	id.RID = r.string()
-	id.Generation = r.uint(math.MaxUint64)
-	id.Revision = r.uint(math.MaxUint64)
-	id.ObjectRole = uint8(r.uint(math.MaxUint8))
+	id.Mesh = r.Str()
+	id.RID = r.Str()
+	id.Generation = r.Uint(math.MaxUint64)
+	id.Revision = r.Uint(math.MaxUint64)
+	id.ObjectRole = uint8(r.Uint(math.MaxUint8))
 	id.Servers = r.weights()
-	id.SecurityIdentity = r.string()
-	id.Endpoint = r.string()
-	id.Protocol = uint16(r.uint(math.MaxUint16))
-	if !r.peekNil() {
-		n := r.arrayHeader()
+	id.SecurityIdentity = r.Str()
+	id.Endpoint = r.Str()
+	id.Protocol = uint16(r.Uint(math.MaxUint16))
+	if !r.PeekNil() {
+		n := r.ArrayHeader()
 		id.Capabilities = make([]string, 0, n)
-		for i := 0; i < n && r.err == nil; i++ {
-			id.Capabilities = append(id.Capabilities, r.string())
+		for i := 0; i < n && r.Err == nil; i++ {
+			id.Capabilities = append(id.Capabilities, r.Str())
 		}
 	}
-	id.RecvLimit = r.uint(MaxFrameSize)
-	id.Draining = r.bool()
-	if r.err == nil {
+	id.RecvLimit = r.Uint(MaxFrameSize)
+	id.Draining = r.Bool()
+	if r.Err == nil {
 		if reason := id.problem(); reason != "" {
-			r.off = start
-			r.fail(reason)
+			r.Off = start
+			r.Fail(reason)
 		}
 	}
 }
 
 func (r *reader) weights() map[string]uint16 {
-	n, isNil := r.mapHeader()
-	if isNil || r.err != nil {
+	n, isNil := r.MapHeader()
+	if isNil || r.Err != nil {
 		return nil
 	}
 	m := make(map[string]uint16, n)
-	for i := 0; i < n && r.err == nil; i++ {
-		k := r.string()
-		m[k] = uint16(r.uint(MaxWeight))
+	for i := 0; i < n && r.Err == nil; i++ {
+		k := r.Str()
+		m[k] = uint16(r.Uint(MaxWeight))
 		if len(m) != i+1 {
-			r.fail("duplicate map key")
+			r.Fail("duplicate map key")
 		}
 	}
 	return m
 }
 
 func (r *reader) headroom() map[string]uint32 {
-	n, isNil := r.mapHeader()
-	if isNil || r.err != nil {
+	n, isNil := r.MapHeader()
+	if isNil || r.Err != nil {
 		return nil
 	}
 	m := make(map[string]uint32, n)
-	for i := 0; i < n && r.err == nil; i++ {
-		k := r.string()
-		m[k] = uint32(r.uint(math.MaxUint32))
+	for i := 0; i < n && r.Err == nil; i++ {
+		k := r.Str()
+		m[k] = uint32(r.Uint(math.MaxUint32))
 		if len(m) != i+1 {
-			r.fail("duplicate map key")
+			r.Fail("duplicate map key")
 		}
 	}
 	return m

@@ -3,6 +3,8 @@ package wire
 import (
 	"encoding/binary"
 	"math"
+
+	"github.com/zlink-go/zlink/internal/msgp"
 )
 
 // This file and msgp_reader.go hold the reflection-free msgpack primitives
@@ -13,34 +15,34 @@ import (
 
 // msgpack type bytes.
 const (
-	mpNil      = 0xc0
-	mpFalse    = 0xc2
-	mpTrue     = 0xc3
-	mpBin8     = 0xc4
-	mpBin16    = 0xc5
-	mpBin32    = 0xc6
-	mpExt8     = 0xc7
-	mpExt16    = 0xc8
-	mpExt32    = 0xc9
-	mpFloat32  = 0xca
-	mpFloat64  = 0xcb
-	mpUint8    = 0xcc
-	mpUint16   = 0xcd
-	mpUint32   = 0xce
-	mpUint64   = 0xcf
-	mpInt8     = 0xd0
-	mpInt16    = 0xd1
-	mpInt32    = 0xd2
-	mpInt64    = 0xd3
-	mpFixExt1  = 0xd4
-	mpFixExt16 = 0xd8
-	mpStr8     = 0xd9
-	mpStr16    = 0xda
-	mpStr32    = 0xdb
-	mpArray16  = 0xdc
-	mpArray32  = 0xdd
-	mpMap16    = 0xde
-	mpMap32    = 0xdf
+	mpNil      = msgp.Nil
+	mpFalse    = msgp.False
+	mpTrue     = msgp.True
+	mpBin8     = msgp.Bin8
+	mpBin16    = msgp.Bin16
+	mpBin32    = msgp.Bin32
+	mpExt8     = msgp.Ext8
+	mpExt16    = msgp.Ext16
+	mpExt32    = msgp.Ext32
+	mpFloat32  = msgp.Float32
+	mpFloat64  = msgp.Float64
+	mpUint8    = msgp.Uint8
+	mpUint16   = msgp.Uint16
+	mpUint32   = msgp.Uint32
+	mpUint64   = msgp.Uint64
+	mpInt8     = msgp.Int8
+	mpInt16    = msgp.Int16
+	mpInt32    = msgp.Int32
+	mpInt64    = msgp.Int64
+	mpFixExt1  = msgp.FixExt1
+	mpFixExt16 = msgp.FixExt16
+	mpStr8     = msgp.Str8
+	mpStr16    = msgp.Str16
+	mpStr32    = msgp.Str32
+	mpArray16  = msgp.Array16
+	mpArray32  = msgp.Array32
+	mpMap16    = msgp.Map16
+	mpMap32    = msgp.Map32
 )
 
 // encoder appends msgpack to b. The first length that cannot be represented

@@ -144,13 +144,13 @@ const maxPayloadDepth = 64
 // levels. It allocates nothing. Payload decoding runs it first, because the
 // msgpack library sizes some allocations from untrusted length prefixes.
 func ValidatePayload(b []byte) error {
-	r := reader{b: b}
-	r.skip(maxPayloadDepth)
-	if r.err == nil && r.off != len(b) {
-		r.fail("payload: trailing bytes")
+	r := newReader(b)
+	r.Skip(maxPayloadDepth)
+	if r.Err == nil && r.Off != len(b) {
+		r.Fail("payload: trailing bytes")
 	}
-	if r.err != nil {
-		return fmt.Errorf("%w: %w", zerr.ErrBadPayload, r.err)
+	if r.Err != nil {
+		return fmt.Errorf("%w: %w", zerr.ErrBadPayload, r.Err)
 	}
 	return nil
 }
