@@ -143,69 +143,85 @@ func (c *Config) validate(hasStore bool) error {
 	if c.buildErr != nil {
 		return c.buildErr
 	}
-	bad := func(err error, detail string) error {
-		return &ConfigError{Mesh: c.Mesh, Err: err, Detail: detail}
-	}
 	if c.Mesh == "" {
-		return bad(ErrInvalid, "empty MeshName")
+		return c.bad(ErrInvalid, "empty MeshName")
 	}
 	if err := c.validateNames(); err != nil {
 		// The detail quotes the name (clipped): the mesh= part too.
 		detail := strings.TrimPrefix(err.Error(), location.ErrInvalid.Error()+": ")
 		return &ConfigError{Mesh: strings.Trim(fmt.Sprintf("%.64q", c.Mesh), `"`), Err: ErrInvalid, Detail: detail}
 	}
-	if c.RID != "" && c.RIDPrefix != "" {
-		return bad(ErrRIDConflict, "SetRoutingID is for manual topology only")
+	if err := c.validateTopology(hasStore); err != nil {
+		return err
 	}
-	if c.Automatic() && !hasStore {
-		return bad(ErrNeedsLocationStore, "SetRoutingIDPrefix needs a Location Store configured explicitly")
-	}
-	if c.Automatic() && len(c.Peers) > 0 {
-		return bad(ErrInvalid, "manual peers on an automatic MeshNode")
-	}
-	if c.ObjectRole < ObjectNone || c.ObjectRole > ObjectServer {
-		return bad(ErrInvalid, "object role")
-	}
-	if c.ObjectRole != ObjectNone && !hasStore {
-		return bad(ErrNeedsLocationStore, "an object role needs a Location Store configured explicitly")
-	}
-	if c.ObjectRole == ObjectClient && c.directRegs > 0 {
-		return bad(ErrDirectOnObjectRole, "an Object Client takes no application Node-direct handler")
-	}
-	if err := validEndpoint(c.Listen, true); err != nil {
-		return bad(ErrInvalid, "listen endpoint: "+err.Error())
-	}
-	if c.AdvertiseHost != "" {
-		if err := validAdvertiseHost(c.AdvertiseHost); err != nil {
-			return bad(ErrInvalid, "advertise host: "+err.Error())
-		}
-	}
-	for _, p := range c.Peers {
-		if err := validEndpoint(p.Endpoint, false); err != nil {
-			return bad(ErrInvalid, "peer endpoint: "+err.Error())
-		}
-		if strings.ContainsAny(p.ExpectRID, " \t\n/") {
-			return bad(ErrInvalid, "expected peer RID must not contain spaces or '/'")
-		}
-	}
-	if strings.ContainsAny(c.RID, " \t\n/") || strings.ContainsAny(c.RIDPrefix, " \t\n/") {
-		return bad(ErrInvalid, "RID must not contain spaces or '/'")
+	if err := c.validateEndpoints(); err != nil {
+		return err
 	}
 	if err := c.validateNumbers(); err != nil {
-		return bad(ErrInvalid, err.Error())
+		return c.bad(ErrInvalid, err.Error())
 	}
 	if _, _, err := c.security(); err != nil {
 		return err
 	}
 	for _, ch := range c.channels {
 		if ch.name == "" {
-			return bad(ErrInvalid, "empty ChannelName")
+			return c.bad(ErrInvalid, "empty ChannelName")
 		}
 		if ch.role == RoleServer {
 			if err := CheckWeight(ch.weight); err != nil {
 				return &ConfigError{Mesh: c.Mesh, Channel: ch.name, Err: ErrWeightRange, Detail: fmt.Sprintf("weight %d", ch.weight)}
 			}
 		}
+	}
+	return nil
+}
+
+// bad is a refusal of this MeshNode's configuration.
+func (c *Config) bad(err error, detail string) error {
+	return &ConfigError{Mesh: c.Mesh, Err: err, Detail: detail}
+}
+
+// validateTopology checks how the node finds its peers and its object
+// role against what it has (a store, manual peers, Node-direct handlers).
+func (c *Config) validateTopology(hasStore bool) error {
+	switch {
+	case c.RID != "" && c.RIDPrefix != "":
+		return c.bad(ErrRIDConflict, "SetRoutingID is for manual topology only")
+	case c.Automatic() && !hasStore:
+		return c.bad(ErrNeedsLocationStore, "SetRoutingIDPrefix needs a Location Store configured explicitly")
+	case c.Automatic() && len(c.Peers) > 0:
+		return c.bad(ErrInvalid, "manual peers on an automatic MeshNode")
+	case c.ObjectRole < ObjectNone || c.ObjectRole > ObjectServer:
+		return c.bad(ErrInvalid, "object role")
+	case c.ObjectRole != ObjectNone && !hasStore:
+		return c.bad(ErrNeedsLocationStore, "an object role needs a Location Store configured explicitly")
+	case c.ObjectRole == ObjectClient && c.directRegs > 0:
+		return c.bad(ErrDirectOnObjectRole, "an Object Client takes no application Node-direct handler")
+	}
+	return nil
+}
+
+// validateEndpoints checks the listen endpoint, the advertised host, the
+// manual peers and the RID's characters.
+func (c *Config) validateEndpoints() error {
+	if err := validEndpoint(c.Listen, true); err != nil {
+		return c.bad(ErrInvalid, "listen endpoint: "+err.Error())
+	}
+	if c.AdvertiseHost != "" {
+		if err := validAdvertiseHost(c.AdvertiseHost); err != nil {
+			return c.bad(ErrInvalid, "advertise host: "+err.Error())
+		}
+	}
+	for _, p := range c.Peers {
+		if err := validEndpoint(p.Endpoint, false); err != nil {
+			return c.bad(ErrInvalid, "peer endpoint: "+err.Error())
+		}
+		if strings.ContainsAny(p.ExpectRID, " \t\n/") {
+			return c.bad(ErrInvalid, "expected peer RID must not contain spaces or '/'")
+		}
+	}
+	if strings.ContainsAny(c.RID, " \t\n/") || strings.ContainsAny(c.RIDPrefix, " \t\n/") {
+		return c.bad(ErrInvalid, "RID must not contain spaces or '/'")
 	}
 	return nil
 }

@@ -76,39 +76,41 @@ func AppendFrame(dst []byte, f *Frame) ([]byte, error) {
 }
 
 func checkBody(f *Frame) error {
-	var ok bool
+	if f.Type < FrameHello || f.Type > FrameBatch {
+		return &VersionError{Version: ProtocolVersion, Type: f.Type}
+	}
+	// Exactly the body of its type is set (a batch may be empty: nil).
+	set := [...]bool{
+		FrameHello:   f.Hello != nil,
+		FrameWelcome: f.Welcome != nil,
+		FrameAuth:    f.Auth != nil,
+		FrameReject:  f.Reject != nil,
+		FrameBatch:   f.Batch != nil,
+	}
+	for t, has := range set {
+		want := FrameType(t) == f.Type
+		if t == 0 || FrameType(t) == FrameBatch && want {
+			continue // no type 0; a batch may be empty (nil)
+		}
+		if has != want {
+			return errFrameBody
+		}
+	}
 	switch f.Type {
 	case FrameHello:
-		ok = f.Hello != nil && f.Welcome == nil && f.Auth == nil && f.Reject == nil && f.Batch == nil
-		if ok {
-			return f.Hello.Validate()
-		}
+		return f.Hello.Validate()
 	case FrameWelcome:
-		ok = f.Hello == nil && f.Welcome != nil && f.Auth == nil && f.Reject == nil && f.Batch == nil
-		if ok {
-			return f.Welcome.Validate()
-		}
-	case FrameAuth:
-		ok = f.Hello == nil && f.Welcome == nil && f.Auth != nil && f.Reject == nil && f.Batch == nil
+		return f.Welcome.Validate()
 	case FrameReject:
-		ok = f.Hello == nil && f.Welcome == nil && f.Auth == nil && f.Reject != nil && f.Batch == nil
-		if ok && f.Reject.Reason == 0 {
+		if f.Reject.Reason == 0 {
 			return &DecodeError{Offset: -1, Reason: "reject: zero reason"}
 		}
 	case FrameBatch:
-		ok = f.Hello == nil && f.Welcome == nil && f.Auth == nil && f.Reject == nil
-		if ok {
-			for i := range f.Batch {
-				if !f.Batch[i].Kind.valid() {
-					return &DecodeError{Offset: -1, Reason: "envelope: invalid kind"}
-				}
+		for i := range f.Batch {
+			if !f.Batch[i].Kind.valid() {
+				return &DecodeError{Offset: -1, Reason: "envelope: invalid kind"}
 			}
 		}
-	default:
-		return &VersionError{Version: ProtocolVersion, Type: f.Type}
-	}
-	if !ok {
-		return errFrameBody
 	}
 	return nil
 }
