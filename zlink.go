@@ -35,6 +35,7 @@ import (
 
 	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/fanout"
+	"github.com/zlink-go/zlink/internal/faults"
 	"github.com/zlink-go/zlink/internal/zerr"
 	"github.com/zlink-go/zlink/location"
 	"github.com/zlink-go/zlink/routemesh"
@@ -326,12 +327,17 @@ func (h *Host) Meshes() []*routemesh.Node {
 	return out
 }
 
-// InjectPanic makes the actor at path (a tree path such as
-// "/host/mesh:game/direct") panic on its next turn, as if its own code had
-// panicked. It exists for chaos tests and drills: its supervisor restarts
-// it, the tree records the failure, and the node must come back whole (or
-// fail visibly past the restart intensity).
-func (h *Host) InjectPanic(path, reason string) error { return h.sys.InjectPanic(path, reason) }
+// The chaos tests' and drills' fault injection (internal/faults), not part
+// of the public API.
+func init() {
+	faults.SetInjectPanic(func(host any, path, reason string) error {
+		h, ok := host.(*Host)
+		if !ok || h == nil {
+			return fmt.Errorf("%w: faults: not a *zlink.Host", ErrConfig)
+		}
+		return h.sys.InjectPanic(path, reason)
+	})
+}
 
 // Tree returns a copied snapshot of the live supervision tree.
 func (h *Host) Tree() supervisor.Node { return h.sys.Registry().Snapshot() }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	zlink "github.com/zlink-go/zlink"
+	"github.com/zlink-go/zlink/internal/faults"
 	"github.com/zlink-go/zlink/location"
 	"github.com/zlink-go/zlink/routemesh"
 	"github.com/zlink-go/zlink/spot"
@@ -84,7 +85,7 @@ func TestSpot_ChaosEveryActorKindRecovers(t *testing.T) {
 	base := servers[0].MeshActorPath() + "/spots"
 	for _, path := range []string{base + "/counter/" + victimID, base + "/counter", base + "/lease", base + "/members", base} {
 		before := okNow()
-		if err := hosts[0].InjectPanic(path, "chaos"); err != nil {
+		if err := faults.InjectPanic(hosts[0], path, "chaos"); err != nil {
 			t.Fatalf("inject %s: %v", path, err)
 		}
 		if path != base+"/counter/"+victimID { // a folded kind lists no Spot in the tree

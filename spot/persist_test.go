@@ -8,6 +8,7 @@ import (
 	"time"
 
 	zlink "github.com/zlink-go/zlink"
+	"github.com/zlink-go/zlink/internal/faults"
 	"github.com/zlink-go/zlink/location"
 	"github.com/zlink-go/zlink/routemesh"
 	"github.com/zlink-go/zlink/spot"
@@ -199,7 +200,7 @@ func crash(t *testing.T, h *zlink.Host, n *routemesh.Node) {
 		if n.State() == routemesh.NodeFailed {
 			return
 		}
-		if err := h.InjectPanic(path, fmt.Sprintf("crash %d", i)); err != nil {
+		if err := faults.InjectPanic(h, path, fmt.Sprintf("crash %d", i)); err != nil {
 			t.Fatal(err)
 		}
 		if i < 3 {

@@ -8,6 +8,7 @@ import (
 
 	zlink "github.com/zlink-go/zlink"
 	"github.com/zlink-go/zlink/fanout"
+	"github.com/zlink-go/zlink/internal/faults"
 	"github.com/zlink-go/zlink/supervisor"
 )
 
@@ -42,7 +43,7 @@ func TestChaos_FanoutKindsComeBackWhole(t *testing.T) {
 			}
 			waitFor(t, "messages delivered", 5*time.Second, func() bool { publish(); return sink.count() >= 5 })
 			path := "/host/fanout:news/" + role
-			if err := h.InjectPanic(path, "chaos"); err != nil {
+			if err := faults.InjectPanic(h, path, "chaos"); err != nil {
 				t.Fatal(err)
 			}
 			waitFor(t, "the restart in the tree", 10*time.Second, func() bool {

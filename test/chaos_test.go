@@ -12,6 +12,7 @@ import (
 	"time"
 
 	zlink "github.com/zlink-go/zlink"
+	"github.com/zlink-go/zlink/internal/faults"
 	"github.com/zlink-go/zlink/location"
 	"github.com/zlink-go/zlink/routemesh"
 	"github.com/zlink-go/zlink/supervisor"
@@ -250,7 +251,7 @@ func TestChaos_EveryActorKindComesBackWhole(t *testing.T) {
 				return load.results["ok"] >= 20
 			})
 			load.mark()
-			if err := hs.InjectPanic(path, "chaos"); err != nil {
+			if err := faults.InjectPanic(hs, path, "chaos"); err != nil {
 				t.Fatal(err)
 			}
 			waitFor(t, "the restart in the tree", 10*time.Second, func() bool {
@@ -282,7 +283,7 @@ func TestChaos_PastTheIntensityTheNodeFailsVisibly(t *testing.T) {
 			n, ok := treeNode(hs, path)
 			return ok && (n.State == supervisor.Running || n.State == supervisor.Failed)
 		})
-		if err := hs.InjectPanic(path, fmt.Sprintf("chaos %d", i)); err != nil {
+		if err := faults.InjectPanic(hs, path, fmt.Sprintf("chaos %d", i)); err != nil {
 			t.Fatalf("inject %d: %v", i, err)
 		}
 		want := i + 1
@@ -334,7 +335,7 @@ func TestChaos_PastTheIntensityAChildEscalatesToItsParent(t *testing.T) {
 			n, ok := treeNode(hs, owner)
 			return ok && n.State == supervisor.Running
 		})
-		if err := hs.InjectPanic(owner, fmt.Sprintf("chaos %d", i)); err != nil {
+		if err := faults.InjectPanic(hs, owner, fmt.Sprintf("chaos %d", i)); err != nil {
 			t.Fatalf("inject %d: %v", i, err)
 		}
 		if i < 3 {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	zlink "github.com/zlink-go/zlink"
+	"github.com/zlink-go/zlink/internal/faults"
 	"github.com/zlink-go/zlink/routemesh"
 	"github.com/zlink-go/zlink/spot"
 	"github.com/zlink-go/zlink/supervisor"
@@ -164,7 +165,7 @@ func spotsRestart(ctx context.Context, h *zlink.Host, path, reason string) error
 	if err := spotsWaitTree(ctx, h, path, "running", func(n supervisor.Node) bool { return n.State == supervisor.Running }); err != nil {
 		return err
 	}
-	if err := h.InjectPanic(path, reason); err != nil {
+	if err := faults.InjectPanic(h, path, reason); err != nil {
 		return fmt.Errorf("spots: inject panic: %w", err)
 	}
 	return spotsWaitTree(ctx, h, path, "restarted", func(n supervisor.Node) bool {
@@ -179,7 +180,7 @@ func spotsCrash(ctx context.Context, h *zlink.Host, path string) (time.Time, err
 		return time.Time{}, err
 	}
 	t0 := time.Now()
-	if err := h.InjectPanic(path, "bench crash"); err != nil {
+	if err := faults.InjectPanic(h, path, "bench crash"); err != nil {
 		return t0, fmt.Errorf("spots: inject panic: %w", err)
 	}
 	return t0, nil
