@@ -64,6 +64,7 @@ type Deps struct {
 // synchronisation (calls, counters, histograms, the selection table, rng),
 // or written once by their single owner (see docs/architecture.md).
 type Node struct {
+	waits     readyWaits // WaitReady's watch (wait.go)
 	cfg       *Config
 	log       zerolog.Logger
 	sys       *actors.System

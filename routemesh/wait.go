@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/zlink-go/zlink/routemesh/internal/selection"
 	"github.com/zlink-go/zlink/wire"
@@ -82,36 +83,37 @@ func (n *Node) hasTarget(v *view, channel string) bool {
 
 // readyWatch wakes the waiters of one node when its view or target table
 // changes: a channel closed and replaced on every change. It exists only
-// while someone waits, so a node nobody waits on pays one map lookup per
+// while someone waits, so a node nobody waits on pays one atomic load per
 // change.
 type readyWatch struct {
 	mu      sync.Mutex
 	ch      chan struct{}
-	waiters int // guarded by watchMu
+	waiters int // guarded by readyWaits.mu
 }
 
-var (
-	watchMu sync.Mutex // guards the waiter counts and adding/removing entries
-	watches sync.Map   // *Node → *readyWatch
-)
+// readyWaits is a node's watch, while someone waits (a leaf: the lock
+// guards the waiter count and setting or clearing the watch).
+type readyWaits struct {
+	mu sync.Mutex
+	w  atomic.Pointer[readyWatch]
+}
 
 // watch registers a waiter on n and returns its watch and the release.
 func (n *Node) watch() (*readyWatch, func()) {
-	watchMu.Lock()
-	defer watchMu.Unlock()
-	var w *readyWatch
-	if v, ok := watches.Load(n); ok {
-		w = v.(*readyWatch)
-	} else {
+	ws := &n.waits
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	w := ws.w.Load()
+	if w == nil {
 		w = &readyWatch{ch: make(chan struct{})}
-		watches.Store(n, w)
+		ws.w.Store(w)
 	}
 	w.waiters++
 	return w, func() {
-		watchMu.Lock()
-		defer watchMu.Unlock()
+		ws.mu.Lock()
+		defer ws.mu.Unlock()
 		if w.waiters--; w.waiters == 0 {
-			watches.Delete(n)
+			ws.w.Store(nil)
 		}
 	}
 }
@@ -126,11 +128,10 @@ func (w *readyWatch) changed() <-chan struct{} {
 // changed the view (update) or the target table; peer actors call it when
 // a peer's drain flag changes.
 func (n *Node) viewChanged() {
-	v, ok := watches.Load(n)
-	if !ok {
+	w := n.waits.w.Load()
+	if w == nil {
 		return
 	}
-	w := v.(*readyWatch)
 	w.mu.Lock()
 	close(w.ch)
 	w.ch = make(chan struct{})
