@@ -133,3 +133,82 @@ func TestLayering_CoreImportsNoToolOrTestPackage(t *testing.T) {
 		t.Fatalf("the walk reached %d packages: the test no longer sees the imports", reached)
 	}
 }
+
+// TestNaming_TypedAndRawForms holds the one naming rule of the two forms
+// of every verb: the typed form is a package function taking a
+// wire.Packet (routemesh.Call, routemesh.OnRequest, spot.On, spot.Send);
+// the raw form takes a packet name and bytes and is a method
+// (Node.Call, ServerBuilder.HandleRequest, Replies.CallSpot) or, where
+// the package has no receiver for it, a function named …Raw
+// (spot.CallRaw, spot.SendRaw, spot.OnRaw).
+func TestNaming_TypedAndRawForms(t *testing.T) {
+	checked := 0
+	for _, dir := range []string{"routemesh", "spot", "fanout"} {
+		p, err := build.ImportDir(dir, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range p.GoFiles {
+			path := filepath.Join(dir, name)
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range f.Decls {
+				fd, ok := d.(*ast.FuncDecl)
+				if !ok || fd.Recv != nil || !fd.Name.IsExported() {
+					continue
+				}
+				takesPacket, takesName := false, false
+				for _, field := range fd.Type.Params.List {
+					typ := types(field.Type)
+					if strings.HasPrefix(typ, "wire.Packet[") {
+						takesPacket = true
+					}
+					for _, n := range field.Names {
+						if n.Name == "packet" && typ == "string" {
+							takesName = true
+						}
+					}
+				}
+				raw := strings.HasSuffix(fd.Name.Name, "Raw")
+				switch {
+				case takesPacket && raw:
+					t.Errorf("%s: %s takes a wire.Packet: a typed form is not named …Raw", path, fd.Name.Name)
+				case takesName && !raw:
+					t.Errorf("%s: %s takes a packet name: a raw form that is a function is named …Raw", path, fd.Name.Name)
+				}
+				if takesPacket || takesName {
+					checked++
+				}
+			}
+		}
+	}
+	if checked < 10 {
+		t.Fatalf("checked %d functions: the test no longer sees the typed and raw forms", checked)
+	}
+}
+
+// types renders a parameter's type expression (enough for the naming
+// rule: identifiers, selectors, index expressions).
+func types(e ast.Expr) string {
+	switch e := e.(type) {
+	case *ast.Ident:
+		return e.Name
+	case *ast.SelectorExpr:
+		return types(e.X) + "." + e.Sel.Name
+	case *ast.IndexExpr:
+		return types(e.X) + "[" + types(e.Index) + "]"
+	case *ast.IndexListExpr:
+		parts := make([]string, len(e.Indices))
+		for i, x := range e.Indices {
+			parts[i] = types(x)
+		}
+		return types(e.X) + "[" + strings.Join(parts, ", ") + "]"
+	case *ast.StarExpr:
+		return "*" + types(e.X)
+	case *ast.ArrayType:
+		return "[]" + types(e.Elt)
+	}
+	return "?"
+}

@@ -232,7 +232,7 @@ func TestTrace_SpotTurnCallsContinueTheTrace(t *testing.T) {
 	}
 }
 
-// A Spot call routed through an Object Server (CallVia) is traced there
+// A Spot call routed through an Object Server (CallViaRaw) is traced there
 // too: the router's handler span is the child of the caller's, and the
 // call it makes on the caller's behalf reaches the turn in the same trace.
 func TestTrace_CallViaRoutesInTheTrace(t *testing.T) {
@@ -241,7 +241,7 @@ func TestTrace_CallViaRoutesInTheTrace(t *testing.T) {
 
 	ctx, root := tp.Tracer("test").Start(ctxT(t, 10*time.Second), "via request")
 	body, _ := seatP.EncodeRequest(joinReq{Player: "p6"})
-	if _, _, err := spot.CallVia(ctx, w.match, w.objects.RID(), "table", "t9", seatP.Name(), body); err != nil {
+	if _, _, err := spot.CallViaRaw(ctx, w.match, w.objects.RID(), "table", "t9", seatP.Name(), body); err != nil {
 		t.Fatal(err)
 	}
 	root.End()

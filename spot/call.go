@@ -111,11 +111,17 @@ func (rt *runtime) request(ctx context.Context, kind, id, packet string, payload
 	return h, func() { c.act.end(l) }, nil
 }
 
-// CallVia is CallRaw through the Object Server via: that node makes the
+// CallVia is the former name of CallViaRaw.
+//
+// Deprecated: use CallViaRaw (raw forms that are functions end in Raw);
+// CallVia goes away in the next release.
+var CallVia = CallViaRaw
+
+// CallViaRaw is CallRaw through the Object Server via: that node makes the
 // call on this node's behalf (placement, redirects, claims) and answers
 // with the result. For callers that reach the mesh through one node (the
 // CLI's --peer); the Location Store is still what Spots need.
-func CallVia(ctx context.Context, n *routemesh.Node, via, kind, id, packet string, payload []byte) ([]byte, Result, error) {
+func CallViaRaw(ctx context.Context, n *routemesh.Node, via, kind, id, packet string, payload []byte) ([]byte, Result, error) {
 	rt, err := of(n)
 	if err != nil {
 		return nil, Result{}, err

@@ -54,7 +54,7 @@ func TestSpot_CallViaRoutes(t *testing.T) {
 	b, _ := addP.EncodeRequest(add{N: 3})
 	for i := range 20 {
 		id := fmt.Sprintf("via-%d", i)
-		out, res, err := spot.CallVia(ctx, c.client, c.servers[0].RID(), "counter", id, addP.Name(), b)
+		out, res, err := spot.CallViaRaw(ctx, c.client, c.servers[0].RID(), "counter", id, addP.Name(), b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +67,7 @@ func TestSpot_CallViaRoutes(t *testing.T) {
 		}
 	}
 	// An Object Client does not route.
-	_, _, err := spot.CallVia(ctx, c.servers[0], c.client.RID(), "counter", "x", addP.Name(), b)
+	_, _, err := spot.CallViaRaw(ctx, c.servers[0], c.client.RID(), "counter", "x", addP.Name(), b)
 	if !errors.Is(err, spot.ErrNoTarget) {
 		t.Fatalf("via an Object Client: %v, want ErrNoTarget", err)
 	}

@@ -27,7 +27,7 @@ func (rt *runtime) startTurn(ctx context.Context, ks *kindState, act *activation
 }
 
 // startRoute starts the span of a call this node makes on a caller's
-// behalf (CallVia): a handler span under the caller's, so the hops it
+// behalf (CallViaRaw): a handler span under the caller's, so the hops it
 // makes continue the trace.
 func (rt *runtime) startRoute(ctx context.Context, r *routemesh.Request, h *header) (context.Context, routemesh.Span) {
 	t := rt.n.Tracer()

@@ -165,7 +165,7 @@ func runSpot(ctx context.Context, f *spotFlags, kind, id, op string, arg []byte,
 		if err != nil {
 			return out.fail(wire.CodeNoTarget.String(), err.Error())
 		}
-		reply, res, err = spot.CallVia(ctx, node, rid, kind, id, op, arg)
+		reply, res, err = spot.CallViaRaw(ctx, node, rid, kind, id, op, arg)
 		if err != nil {
 			return out.fail(spotCode(err), err.Error())
 		}
