@@ -132,6 +132,11 @@
 //	<prefix>:{fanout:<C>}:pubs              SET of publisher RIDs; pruned lazily like nodes
 //	<prefix>:{spot:<M>:<kind>:<id>}         HASH owner, gen, epoch; no TTL; after a release owner and gen are ""
 //	                                        and epoch stays
+//	<prefix>:{spot:<M>:<kind>:<id>}:rem     HASH reminder name → "<seq> <due ms> <period ms> <payload>"; no TTL
+//	<prefix>:{spot:<M>:<kind>:<id>}:remseq  STRING the Spot's last reminder registration (INCR)
+//	<prefix>:{rem:<M>:<kind>:<p>}           ZSET "<seq>:<len(id)>:<id><name>" → due ms: part p (0..ReminderParts-1,
+//	                                        FNV-1a of the id) of the kind's due-time index; written after the
+//	                                        record, an entry only moves later (ZADD GT); read by ZRANGEBYSCORE
 //	<prefix>:{spotlease:<M>:<RID>}:<gen>    STRING "1"; PEXPIRE = Spot lease TTL
 //	<prefix>:{spotlease:<M>:<RID>}:tomb:<gen>
 //	                                        STRING "1"; PEXPIRE = tombTTL of the check that found the lease gone
