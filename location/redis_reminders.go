@@ -44,7 +44,7 @@ end
 
 // KEYS[1] spot record, KEYS[2] reminders, KEYS[3] counter. ARGV: 1-4 fence,
 // 5 name, 6 due ms, 7 period ms, 8 payload, 9 max reminders. Returns
-// {'done', seq, old seq or ''}, {'full'}, or a fence refusal.
+// {'done', seq, old seq or ”}, {'full'}, or a fence refusal.
 var remPutScript = newLuaScript(luaRemFence + `
 local f = remfence(KEYS[1])
 if f then return f end
@@ -69,7 +69,7 @@ return {'done', string.match(old, '^(%d+) ') or ''}
 `)
 
 // KEYS[1] spot record, KEYS[2] reminders. ARGV: 1-4 fence ('1' and the
-// owner), 5 name, 6 seq, 7 due ms, 8 next due ms ('': remove). Returns
+// owner), 5 name, 6 seq, 7 due ms, 8 next due ms (”: remove). Returns
 // {'done'|'gone'|'fenced'|'corrupt', owner, gen, epoch}.
 var remAdvanceScript = newLuaScript(luaRemFence + `
 local f = remfence(KEYS[1])
@@ -86,7 +86,7 @@ end
 return {'done', ARGV[2], ARGV[3], ARGV[4]}
 `)
 
-// KEYS[1] index part. ARGV: 1 old member ('' none), 2 new member, 3 due ms.
+// KEYS[1] index part. ARGV: 1 old member (” none), 2 new member, 3 due ms.
 var remIndexScript = rueidis.NewLuaScript(`
 if ARGV[1] ~= '' then redis.call('ZREM', KEYS[1], ARGV[1]) end
 redis.call('ZADD', KEYS[1], ARGV[3], ARGV[2])
