@@ -55,7 +55,7 @@ type runtime struct {
 	cfg    Config
 	store  location.Store
 	dir    location.SpotDirectory
-	states location.SpotStates // where persistent kinds save their state
+	states location.SpotStates    // where persistent kinds save their state
 	rems   location.SpotReminders // nil: the store keeps no reminders
 	role   routemesh.ObjectRole
 	log    zerolog.Logger
