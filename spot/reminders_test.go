@@ -97,6 +97,12 @@ func alarmKind(f *firings, idle time.Duration) *spot.Kind[alarm] {
 		}
 		s.Fired++
 		f.add(firing{id: c.ID, name: r.Name, rid: c.Node.RID(), epoch: c.Epoch, due: r.Due})
+		switch {
+		case r.Name == "boom":
+			panic("boom")
+		case r.Name == "fail-once" && len(f.of(c.ID, r.Name)) == 1:
+			return errors.New("not now")
+		}
 		return nil
 	})
 	k.SetIdleTimeout(idle)
@@ -268,5 +274,36 @@ func TestReminder_MinimumPeriod(t *testing.T) {
 	}
 	if err := spot.RegisterReminder(ctxT(t, 10*time.Second), s, "alarm", "M", spot.Reminder{Name: "ok", Period: spot.MinReminderPeriod}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A handler that panicked counts as fired: the next delivery in the same
+// epoch only moves the reminder on. A handler that returned an error is
+// run again at a later scan.
+func TestReminder_PanicFiredErrorRetried(t *testing.T) {
+	defer spot.SetMinReminderPeriod(time.Millisecond)()
+	store := location.NewMemory()
+	f := &firings{}
+	_, s := startNode(t, store, "os0", nodeOpts{role: routemesh.ObjectServer, kinds: []spot.Registration{alarmKind(f, time.Minute)}, cfg: &remSpots})
+	waitSpots(t, s)
+	ctx := ctxT(t, 60*time.Second)
+	for _, name := range []string{"boom", "fail-once"} {
+		if err := spot.RegisterReminder(ctx, s, "alarm", "P", spot.Reminder{Name: name, Due: time.Now(), Payload: []byte(name)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "both one-shots done", 20*time.Second, func() bool {
+		l, err := spot.Reminders(ctx, s, "alarm", "P")
+		return err == nil && len(l) == 0
+	})
+	if n := len(f.of("P", "boom")); n != 1 {
+		t.Fatalf("a panicking handler ran %d times, want once", n)
+	}
+	if n := len(f.of("P", "fail-once")); n != 2 {
+		t.Fatalf("a handler that failed once ran %d times, want twice", n)
+	}
+	st, _ := spot.StatsOf(s)
+	if st.Reminders.Errors != 1 || st.Reminders.Fired != 1 {
+		t.Fatalf("stats %+v: want one error, one fired (the panic is neither)", st.Reminders)
 	}
 }
