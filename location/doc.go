@@ -90,6 +90,13 @@
 //     Spot never decrease. Records are never deleted (a few dozen bytes
 //     each), so an epoch never repeats.
 //
+// Beside a Spot's record, SpotReminders (reminders.go; both stores
+// implement it, outside the Store interface) keeps the Spot's durable
+// reminders, written fenced on the record like state, and a due-time index
+// per kind in ReminderParts parts of their own, written after the records
+// and reconciled against them by its reader; it decides nothing about
+// firing (the spot package does).
+//
 // The mesh name of a Spot or a Spot lease must not contain ':' (ErrInvalid),
 // nor a Spot's kind: their keys name mesh, kind and ID (or mesh and RID)
 // separated by ':'.
