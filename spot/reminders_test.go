@@ -307,3 +307,72 @@ func TestReminder_PanicFiredErrorRetried(t *testing.T) {
 		t.Fatalf("stats %+v: want one error, one fired (the panic is neither)", st.Reminders)
 	}
 }
+
+// Every node restarted: the reminders are in the store; the new nodes
+// (other RIDs, new leases) fire them, the due times missed while nobody
+// ran merged into one firing each.
+func TestReminder_SurvivesARestartOfEveryNode(t *testing.T) {
+	defer spot.SetMinReminderPeriod(time.Millisecond)()
+	srv := locationtest.StartRedis(t)
+	open := func() location.Store {
+		s, err := location.NewRedis(ctxT(t, 10*time.Second), location.RedisConfig{Addr: srv.Addr()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	f := &firings{}
+	var gen1 []*routemesh.Node
+	var hosts1 []interface{ Stop(contextT) error }
+	for i := range 2 {
+		h, s := startNode(t, open(), fmt.Sprintf("a%d", i), nodeOpts{role: routemesh.ObjectServer,
+			kinds: []spot.Registration{alarmKind(f, time.Minute)}, cfg: &remSpots})
+		gen1, hosts1 = append(gen1, s), append(hosts1, h)
+	}
+	waitSpots(t, gen1...)
+	ctx := ctxT(t, 60*time.Second)
+	for _, id := range []string{"R1", "R2", "R3"} {
+		if err := spot.RegisterReminder(ctx, gen1[0], "alarm", id, spot.Reminder{Name: "tick", Period: 200 * time.Millisecond, Payload: []byte("tick")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "every reminder firing", 20*time.Second, func() bool {
+		return len(f.of("R1", "tick")) > 0 && len(f.of("R2", "tick")) > 0 && len(f.of("R3", "tick")) > 0
+	})
+	for _, h := range hosts1 {
+		if err := h.Stop(ctxT(t, 10*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stopped := time.Now()
+	// Down for several periods: the due times missed meanwhile must merge.
+	time.Sleep(5 * 200 * time.Millisecond)
+	var gen2 []*routemesh.Node
+	for i := range 2 {
+		_, s := startNode(t, open(), fmt.Sprintf("b%d", i), nodeOpts{role: routemesh.ObjectServer,
+			kinds: []spot.Registration{alarmKind(f, time.Minute)}, cfg: &remSpots})
+		gen2 = append(gen2, s)
+	}
+	waitSpots(t, gen2...)
+	isNew := map[string]bool{gen2[0].RID(): true, gen2[1].RID(): true}
+	for _, id := range []string{"R1", "R2", "R3"} {
+		waitFor(t, id+" firing on a new node", 20*time.Second, func() bool {
+			for _, x := range f.of(id, "tick") {
+				if isNew[x.rid] && x.due.After(stopped.Add(-time.Second)) {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	var merged uint64
+	for _, n := range gen2 {
+		st, _ := spot.StatsOf(n)
+		merged += st.Reminders.Merged
+	}
+	if merged == 0 {
+		t.Fatal("no due time missed during the restart was merged")
+	}
+	f.noneTwice(t)
+}
