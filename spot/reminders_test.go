@@ -76,6 +76,10 @@ var (
 
 type alarm struct{ Fired int }
 
+// holdIn and holdOut hold the handler of a reminder named "hold" until
+// the test lets it go.
+var holdIn, holdOut = make(chan struct{}, 1), make(chan struct{})
+
 func alarmKind(f *firings, idle time.Duration) *spot.Kind[alarm] {
 	k := spot.NewKind("alarm", func(string) *alarm { return &alarm{} })
 	spot.On(k, remArmP, func(c *spot.Context, _ *alarm, a remArm) (struct{}, error) {
@@ -98,6 +102,9 @@ func alarmKind(f *firings, idle time.Duration) *spot.Kind[alarm] {
 		s.Fired++
 		f.add(firing{id: c.ID, name: r.Name, rid: c.Node.RID(), epoch: c.Epoch, due: r.Due})
 		switch {
+		case r.Name == "hold":
+			holdIn <- struct{}{}
+			<-holdOut
 		case r.Name == "boom":
 			panic("boom")
 		case r.Name == "fail-once" && len(f.of(c.ID, r.Name)) == 1:
@@ -375,4 +382,41 @@ func TestReminder_SurvivesARestartOfEveryNode(t *testing.T) {
 		t.Fatal("no due time missed during the restart was merged")
 	}
 	f.noneTwice(t)
+}
+
+// A cancel racing a firing: cancelled from outside while its handler runs,
+// the firing finishes, its write finds the reminder gone and writes
+// nothing, and it never fires again.
+func TestReminder_CancelDuringAFiring(t *testing.T) {
+	defer spot.SetMinReminderPeriod(time.Millisecond)()
+	reminderStores(t, func(t *testing.T, store location.Store) {
+		f := &firings{}
+		_, s := startNode(t, store, "os0", nodeOpts{role: routemesh.ObjectServer, kinds: []spot.Registration{alarmKind(f, time.Minute)}, cfg: &remSpots})
+		waitSpots(t, s)
+		ctx := ctxT(t, 60*time.Second)
+		if err := spot.RegisterReminder(ctx, s, "alarm", "H", spot.Reminder{Name: "hold", Period: 100 * time.Millisecond, Payload: []byte("hold")}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-holdIn:
+		case <-ctx.Done():
+			t.Fatal("the reminder did not fire")
+		}
+		if ok, err := spot.CancelReminder(ctx, s, "alarm", "H", "hold"); err != nil || !ok {
+			t.Fatalf("cancel: %v %v", ok, err)
+		}
+		holdOut <- struct{}{}
+		st, _ := spot.StatsOf(s)
+		scans := st.Reminders.Scans
+		waitFor(t, "more scans", 20*time.Second, func() bool {
+			st, _ := spot.StatsOf(s)
+			return st.Reminders.Scans >= scans+3*location.ReminderParts
+		})
+		if n := len(f.of("H", "hold")); n != 1 {
+			t.Fatalf("a reminder cancelled during its firing fired %d times, want the one", n)
+		}
+		if l, err := spot.Reminders(ctx, s, "alarm", "H"); err != nil || len(l) != 0 {
+			t.Fatalf("the firing's write brought it back: %+v %v", l, err)
+		}
+	})
 }
