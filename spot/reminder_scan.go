@@ -141,11 +141,13 @@ func (rt *runtime) scanPart(kind string, part int) bool {
 	}
 	sem := make(chan struct{}, remWindow)
 	var wg sync.WaitGroup
+deliver:
 	for _, e := range due {
-		if rt.base.Err() != nil {
-			break
+		select {
+		case sem <- struct{}{}:
+		case <-rt.base.Done():
+			break deliver
 		}
-		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()

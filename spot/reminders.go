@@ -286,26 +286,26 @@ func (rt *runtime) fireReminder(c *Context, state any, payload []byte) ([]byte, 
 	if err != nil {
 		return nil, err
 	}
-	mesh := rt.n.Mesh()
 	ctx, cancel := rt.storeCtx()
-	rec, err := rems.GetReminder(ctx, mesh, c.Kind, c.ID, e.Name)
+	rec, err := rems.GetReminder(ctx, rt.n.Mesh(), c.Kind, c.ID, e.Name)
 	cancel()
-	now := time.Now()
-	switch {
-	case errors.Is(err, location.ErrNotFound) || (err == nil && rec.Seq != e.Seq):
+	found := err == nil
+	if err != nil && !errors.Is(err, location.ErrNotFound) {
+		return nil, fmt.Errorf("%w: reading reminder %s: %w", zerr.ErrBusy, e.Name, err)
+	}
+	mark, fired := act.remFired[e.Name]
+	answer := remFired
+	switch decideFiring(e, rec, found, mark, fired, time.Now()) {
+	case remDrop:
 		rt.fixIndex(rems, e, time.Time{})
 		return []byte(remGone), nil
-	case err != nil:
-		return nil, fmt.Errorf("%w: reading reminder %s: %w", zerr.ErrBusy, e.Name, err)
-	case rec.Due.After(now):
+	case remLate:
 		rt.fixIndex(rems, e, rec.Due)
 		return []byte(remLater), nil
-	}
-	mark := remMark{seq: rec.Seq, due: rec.Due.UnixMilli()}
-	answer := remFired
-	if act.remFired[e.Name] == mark {
+	case remWrite:
 		answer = remAgain // the handler ran for this due time in this epoch: only the write is left
-	} else {
+	case remRun:
+		mark := remMark{seq: rec.Seq, due: rec.Due.UnixMilli()}
 		if act.remFired == nil {
 			act.remFired = map[string]remMark{}
 		}
@@ -345,6 +345,30 @@ func (rt *runtime) fireReminder(c *Context, state any, payload []byte) ([]byte, 
 	// Unknown outcome: the next scan delivers it again; this activation
 	// does not run the handler for it again.
 	return nil, fmt.Errorf("%w: moving reminder %s on: %w", zerr.ErrBusy, e.Name, err)
+}
+
+// What a firing turn does with a delivered index entry (decideFiring).
+const (
+	remDrop  = 1 + iota // the reminder is gone, or the entry is of another registration: remove the entry
+	remLate             // due later than now: move the entry to the record's due time
+	remRun              // due: run the handler, then the fenced write
+	remWrite            // due, and this activation ran the handler for it already: only the write
+)
+
+// decideFiring is the firing's decision, from the index entry e, the
+// record rec (found: it exists), the mark this activation keeps for the
+// reminder (marked: it has one) and now. The record decides, never the
+// entry.
+func decideFiring(e location.DueReminder, rec location.Reminder, found bool, mark remMark, marked bool, now time.Time) int {
+	switch {
+	case !found || rec.Seq != e.Seq:
+		return remDrop
+	case rec.Due.After(now):
+		return remLate
+	case marked && mark == (remMark{seq: rec.Seq, due: rec.Due.UnixMilli()}):
+		return remWrite
+	}
+	return remRun
 }
 
 // fixIndex reconciles an index entry with its record (best effort: a
