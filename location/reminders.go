@@ -342,7 +342,8 @@ func (m *Memory) AdvanceReminder(ctx context.Context, o Ownership, name string, 
 	return nil
 }
 
-// DueReminders implements SpotReminders.
+// DueReminders implements SpotReminders: a walk of the part in memory (no
+// store commands; its CPU grows with the part).
 func (m *Memory) DueReminders(ctx context.Context, mesh, kind string, part, limit int, now time.Time) ([]DueReminder, error) {
 	if err := validDueRead(mesh, kind, part, limit); err != nil {
 		return nil, err

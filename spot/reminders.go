@@ -170,7 +170,10 @@ func (c *Context) Reminders() ([]Reminder, error) {
 
 // RegisterReminder registers (or replaces) a reminder of the Spot (kind,
 // id) from outside its turns (an operator, a tool): the write is not
-// fenced and the Spot is not activated. Node n needs the Spot runtime.
+// fenced and the Spot is not activated. Node n needs the Spot runtime; it
+// need not host the kind (ErrConfig when it hosts it without an
+// OnReminder handler; on other nodes nothing checks that the kind's
+// servers have one: without one the reminder never fires).
 func RegisterReminder(ctx context.Context, n *routemesh.Node, kind, id string, r Reminder) error {
 	rt, err := of(n)
 	if err != nil {
@@ -178,6 +181,9 @@ func RegisterReminder(ctx context.Context, n *routemesh.Node, kind, id string, r
 	}
 	if err := checkReminder(&r, time.Now()); err != nil {
 		return err
+	}
+	if ks := rt.kinds[kind]; ks != nil && ks.reg.onReminder == nil {
+		return fmt.Errorf("%w: kind %s has no OnReminder handler", ErrConfig, kind)
 	}
 	rems, err := rt.reminders(kind)
 	if err != nil {
