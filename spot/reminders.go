@@ -182,6 +182,9 @@ func RegisterReminder(ctx context.Context, n *routemesh.Node, kind, id string, r
 	if err := checkReminder(&r, time.Now()); err != nil {
 		return err
 	}
+	if id == "" || len(id) > maxName {
+		return fmt.Errorf("%w: spot id %.64q (1..%d bytes)", ErrConfig, id, maxName)
+	}
 	if ks := rt.kinds[kind]; ks != nil && ks.reg.onReminder == nil {
 		return fmt.Errorf("%w: kind %s has no OnReminder handler", ErrConfig, kind)
 	}
