@@ -161,6 +161,7 @@ func (a *API) routes() http.Handler {
 	rt.handleFunc("GET", "/tree", a.read(a.getTree))
 	rt.handleFunc("GET", "/spots", a.read(a.getSpots))
 	rt.handleFunc("GET", "/spots/owner", a.read(a.getSpotOwner))
+	rt.handleFunc("GET", "/spots/reminders", a.read(a.getSpotReminders))
 	// Endpoints that change the node: the token (when one is configured),
 	// the cross-site checks, refused in read-only mode.
 	rt.handleFunc("POST", "/weight", a.mutating(a.postWeight))
@@ -168,6 +169,8 @@ func (a *API) routes() http.Handler {
 	rt.handleFunc("POST", "/undrain", a.mutating(a.postUndrain))
 	rt.handleFunc("POST", "/relocate", a.mutating(longWrite(a.postRelocate)))
 	rt.handleFunc("POST", "/spots/move", a.mutating(longWrite(a.postSpotMove)))
+	rt.handleFunc("POST", "/spots/reminders", a.mutating(a.postSpotReminder))
+	rt.handleFunc("POST", "/spots/reminders/cancel", a.mutating(a.postSpotReminderCancel))
 	rt.handle("GET", "/metrics", a.read(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP))
 	rt.handleFunc("GET", "/healthz", a.getHealthz)
 	rt.handleFunc("GET", "/readyz", a.getReadyz)

@@ -90,6 +90,13 @@
 //     Spot never decrease. Records are never deleted (a few dozen bytes
 //     each), so an epoch never repeats.
 //
+// Beside a Spot's record, SpotReminders (reminders.go; both stores
+// implement it, outside the Store interface) keeps the Spot's durable
+// reminders, written fenced on the record like state, and a due-time index
+// per kind in ReminderParts parts of their own, written after the records
+// and reconciled against them by its reader; it decides nothing about
+// firing (the spot package does).
+//
 // The mesh name of a Spot or a Spot lease must not contain ':' (ErrInvalid),
 // nor a Spot's kind: their keys name mesh, kind and ID (or mesh and RID)
 // separated by ':'.
@@ -132,6 +139,11 @@
 //	<prefix>:{fanout:<C>}:pubs              SET of publisher RIDs; pruned lazily like nodes
 //	<prefix>:{spot:<M>:<kind>:<id>}         HASH owner, gen, epoch; no TTL; after a release owner and gen are ""
 //	                                        and epoch stays
+//	<prefix>:{spot:<M>:<kind>:<id>}:rem     HASH reminder name → "<seq> <due ms> <period ms> <payload>"; no TTL
+//	<prefix>:{spot:<M>:<kind>:<id>}:remseq  STRING the Spot's last reminder registration (INCR)
+//	<prefix>:{rem:<M>:<kind>:<p>}           ZSET "<seq>:<len(id)>:<id><name>" → due ms: part p (0..ReminderParts-1,
+//	                                        FNV-1a of the id) of the kind's due-time index; written after the
+//	                                        record, an entry only moves later (ZADD GT); read by ZRANGEBYSCORE
 //	<prefix>:{spotlease:<M>:<RID>}:<gen>    STRING "1"; PEXPIRE = Spot lease TTL
 //	<prefix>:{spotlease:<M>:<RID>}:tomb:<gen>
 //	                                        STRING "1"; PEXPIRE = tombTTL of the check that found the lease gone

@@ -50,6 +50,7 @@ type Memory struct {
 	leases   expiring[SpotLease]           // Spot leases
 	tombs    expiring[SpotLease]           // tombstones of Spot leases
 	states   map[spotKey]SpotState         // persisted Spot state
+	rems     memReminders                  // Spot reminders and their due-time index
 	inc      string                        // incarnation: changed by RestartEmpty
 	incN     int
 	watchers map[string]map[*watcher]struct{}

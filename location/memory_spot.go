@@ -196,6 +196,7 @@ func (m *Memory) RestartEmpty() {
 	defer m.mu.Unlock()
 	m.spots = make(map[spotKey]Ownership)
 	m.states = nil
+	m.rems = memReminders{}
 	m.leases = newExpiring[SpotLease]()
 	m.tombs = newExpiring[SpotLease]()
 	m.incN++

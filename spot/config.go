@@ -36,6 +36,11 @@ type Config struct {
 	// membership changes — at most this many per second, idle ones first.
 	// Default 0: off (a live owner keeps its Spots).
 	Rebalance float64
+	// ReminderScan is how often each part of a kind's reminder index is
+	// read by the Object Server in charge of it (one read per part per
+	// scan, whatever the number of reminders): the bound on a reminder's
+	// lateness, less the delivery. Default 1 s; at least 10 ms.
+	ReminderScan time.Duration
 	// States is where persistent kinds save their state. Default: the
 	// node's Location Store (the state then shares each Spot's hash tag
 	// with its ownership record, which a fenced write needs).
@@ -45,7 +50,7 @@ type Config struct {
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{LeaseTTL: 6 * time.Second, RenewEvery: time.Second, Margin: time.Second, Drift: 0.001,
-		CacheSize: 1 << 16, MaxHops: 2, StoreTimeout: 2 * time.Second}
+		CacheSize: 1 << 16, MaxHops: 2, StoreTimeout: 2 * time.Second, ReminderScan: time.Second}
 }
 
 func (c Config) withDefaults() Config {
@@ -71,6 +76,9 @@ func (c Config) withDefaults() Config {
 	if c.StoreTimeout == 0 {
 		c.StoreTimeout = d.StoreTimeout
 	}
+	if c.ReminderScan == 0 {
+		c.ReminderScan = d.ReminderScan
+	}
 	return c
 }
 
@@ -84,6 +92,9 @@ func (c Config) validate() error {
 	}
 	if c.CacheSize < 0 || c.MaxHops < 0 || c.StoreTimeout < 0 || c.Rebalance < 0 {
 		return fmt.Errorf("%w: cache %d, hops %d, store timeout %v", ErrConfig, c.CacheSize, c.MaxHops, c.StoreTimeout)
+	}
+	if c.ReminderScan < 10*time.Millisecond {
+		return fmt.Errorf("%w: reminder scan every %v (at least 10ms)", ErrConfig, c.ReminderScan)
 	}
 	return nil
 }

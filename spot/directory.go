@@ -43,6 +43,11 @@ type activation struct {
 	// message that restores them; the node's clock keeps their schedule.
 	timers map[string]*timerData
 
+	// remFired is the due time each reminder last fired for in this
+	// activation (its epoch) while the write moving it on is not done:
+	// touched only by its turns (reminders.go).
+	remFired map[string]remMark
+
 	// open lists the requests left open (Defer), touched by the Spot's
 	// turns; openN counts them for the idle sweep. saveNow is the Spot's
 	// save before a deferred reply (ReplyAfterWrite kinds; nil otherwise).

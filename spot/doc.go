@@ -8,14 +8,18 @@
 // the ownership record in the Location Store under the fencing rules of
 // internal/fence, activates it as a supervised actor with a bounded
 // mailbox, redirects callers that reach a non-owner, deactivates idle
-// Spots, and releases records on drain and stop.
+// Spots, and releases records on drain and stop. It fires timers (one
+// clock per node) and durable reminders (reminders.go: the Object Server
+// that rendezvous picks for a part of a kind's due-time index reads it and
+// delivers what is due as ordinary calls; the owner's turn fires and moves
+// the reminder on with a fenced write).
 //
 // It attaches to a MeshNode as a routemesh.Extension (Enable) and talks to
 // other nodes through Node-direct requests of one packet name. It owns the
 // Spot actors, the ownership lease of its node, the caller cache and the
 // Spot wire payloads; it must not touch RouteMesh internals (it uses the
 // Node's public and extension API) or the store's keys (it uses the
-// location.SpotDirectory API). docs/spots.md states the model, the
+// location.SpotDirectory and location.SpotReminders APIs). docs/spots.md states the model, the
 // guarantee and the rules.
 //
 // With a routemesh.Tracer on its node, every Spot turn is a span in the

@@ -1,6 +1,10 @@
 package spot
 
-import "github.com/zlink-go/zlink/routemesh"
+import (
+	"time"
+
+	"github.com/zlink-go/zlink/routemesh"
+)
 
 // MailboxDepth is, for tests, the number of messages admitted against the
 // budgets of the active Spot (kind, id) on n — its mailbox and its reentry
@@ -19,4 +23,12 @@ func MailboxDepth(n *routemesh.Node, kind, id string) int64 {
 		return -1
 	}
 	return act.ref.Quota().Stats().Depth
+}
+
+// SetMinReminderPeriod lowers the shortest reminder period for a test
+// (the public minimum is MinReminderPeriod) and returns the undo.
+func SetMinReminderPeriod(d time.Duration) func() {
+	old := minReminderPeriod
+	minReminderPeriod = d
+	return func() { minReminderPeriod = old }
 }

@@ -48,6 +48,7 @@ type kindReg struct {
 	idle         time.Duration
 	reentrant    bool
 	timerUse     bool // a timer turn counts as use for idle deactivation
+	onReminder   func(c *Context, state any, r Reminder) error
 	maxMessages  int64
 	maxBytes     int64
 	err          error

@@ -19,6 +19,7 @@ import (
 //	spots                the root: spawns the rest, runs the clock
 //	spots/lease          creates and renews the ownership lease
 //	spots/members        the mesh's Object Servers for placement (from the node's mesh view)
+//	spots/reminders      reads the reminder index parts this node is in charge of (kinds with OnReminder)
 //	spots/<kind>         one per kind: activations, claims, idle sweep
 //	spots/<kind>/<id>    one per active Spot
 //
@@ -76,6 +77,9 @@ func (a *rootActor) Receive(c actor.Context) {
 		if rt.role == routemesh.ObjectServer && rt.cfg.Rebalance > 0 {
 			targets = append(targets, spawn(actors.Spec{Name: "rebalance", Kind: "rebalance", MaxMessages: ownMailbox,
 				Producer: func() actor.Actor { return &rebalanceActor{rt: rt} }}))
+		}
+		if rt.role == routemesh.ObjectServer && rt.remindedKinds() {
+			spawn(rt.reminderSpec()) // ticks itself
 		}
 		if rt.role != routemesh.ObjectNone {
 			targets = append(targets, spawn(actors.Spec{Name: "members", Kind: "members", MaxMessages: ownMailbox, Producer: func() actor.Actor { return &membersActor{rt: rt} }}))

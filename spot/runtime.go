@@ -55,7 +55,8 @@ type runtime struct {
 	cfg    Config
 	store  location.Store
 	dir    location.SpotDirectory
-	states location.SpotStates // where persistent kinds save their state
+	states location.SpotStates    // where persistent kinds save their state
+	rems   location.SpotReminders // nil: the store keeps no reminders
 	role   routemesh.ObjectRole
 	log    zerolog.Logger
 	kinds  map[string]*kindState
@@ -67,6 +68,7 @@ type runtime struct {
 	listed  atomic.Uint64            // member listings ended so far
 	listing atomic.Uint64            // member listings started so far (one at a time: the n-th started ends as the n-th)
 	membRef atomic.Pointer[actors.Ref]
+	remRef  atomic.Pointer[actors.Ref] // the reminders actor (reminder_scan.go)
 	cache   *ownerCache
 	clock   *timerClock // the node's one clock for every Spot timer
 	stats   counters
@@ -132,6 +134,7 @@ func newRuntime(n *routemesh.Node, cfg Config, regs []*kindReg) (*runtime, error
 	if cfg.States != nil {
 		rt.states = cfg.States
 	}
+	rt.rems, _ = n.Store().(location.SpotReminders)
 	rt.log = n.Logger().With().Str("component", "spots").Logger()
 	rt.lease.cfg = cfg.fence()
 	rt.incs.cfg = cfg.fence()
@@ -144,6 +147,9 @@ func newRuntime(n *routemesh.Node, cfg Config, regs []*kindReg) (*runtime, error
 		}
 		if rt.role != routemesh.ObjectServer {
 			return nil, fmt.Errorf("%w: kind %s registered on an Object %s (only Object Servers host Spots)", ErrConfig, reg.name, rt.role)
+		}
+		if reg.onReminder != nil && rt.rems == nil {
+			return nil, fmt.Errorf("%w: kind %s has reminders; the Location Store %T keeps none", ErrConfig, reg.name, n.Store())
 		}
 		ks := &kindState{reg: reg, dir: newDirectory(), turns: newTurnStats(reg)}
 		rt.kinds[reg.name] = ks

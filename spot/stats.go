@@ -49,6 +49,12 @@ type counters struct {
 	rebalanced     atomic.Uint64 // of them, by the rebalancer
 	notHosted      atomic.Uint64 // requests for a kind this node does not host
 	timerTurns     atomic.Uint64 // timer firings run as turns
+	remFired       atomic.Uint64 // reminder handlers run (returned nil)
+	remErrors      atomic.Uint64 // reminder handlers that returned an error
+	remMerged      atomic.Uint64 // reminder due times skipped (merged into a later firing)
+	remScans       atomic.Uint64 // reminder index parts read
+	remDelivered   atomic.Uint64 // due reminders delivered to their Spots
+	remFailed      atomic.Uint64 // of them, deliveries that ended with an error
 	lastFenced     atomic.Pointer[Event]
 }
 
@@ -114,6 +120,9 @@ type Stats struct {
 	TimerTurns   uint64 `json:"timer_turns"`
 	TimersMerged uint64 `json:"timers_merged"`
 	TimerRetries uint64 `json:"timer_retries"`
+	// Reminders counts reminder firings on this node's Spots and the
+	// scans this node made of the due-time index parts it is in charge of.
+	Reminders ReminderStats `json:"reminders"`
 	// SendsDropped counts one-way messages that reached no owner.
 	SendsDropped uint64 `json:"sends_dropped"`
 	// AsyncAbandoned counts replies to the asynchronous calls of Spots'
@@ -126,6 +135,22 @@ type Stats struct {
 	LeaseValid      bool   `json:"lease_valid"`
 	// Cached is the number of caller-cache entries.
 	Cached int `json:"cached"`
+}
+
+// ReminderStats are a node's reminder counts.
+type ReminderStats struct {
+	// Fired counts handlers run to completion on this node's Spots;
+	// Errors those that returned an error (tried again); Merged the due
+	// times skipped because a firing came later than the next one.
+	Fired  uint64 `json:"fired"`
+	Errors uint64 `json:"errors"`
+	Merged uint64 `json:"merged"`
+	// Scans counts reads of the index parts this node scans; Delivered
+	// the due entries it delivered as calls, DeliveryErrors those calls
+	// that ended with an error (delivered again at a later scan).
+	Scans          uint64 `json:"scans"`
+	Delivered      uint64 `json:"delivered"`
+	DeliveryErrors uint64 `json:"delivery_errors"`
 }
 
 // StatsOf returns the Spot runtime's counts of node n; ErrNotEnabled
@@ -148,6 +173,8 @@ func (rt *runtime) statsNow() Stats {
 		TimerTurns: rt.stats.timerTurns.Load(), TimersMerged: rt.clock.merged.Load(), TimerRetries: rt.clock.retried.Load(),
 		LeaseGeneration: gen, LeaseValid: valid, Cached: rt.cache.len()}
 	s.LastFenced = rt.stats.lastFenced.Load()
+	s.Reminders = ReminderStats{Fired: rt.stats.remFired.Load(), Errors: rt.stats.remErrors.Load(), Merged: rt.stats.remMerged.Load(),
+		Scans: rt.stats.remScans.Load(), Delivered: rt.stats.remDelivered.Load(), DeliveryErrors: rt.stats.remFailed.Load()}
 	for _, m := range *rt.members.Load() {
 		if m.server {
 			s.Members = append(s.Members, Member{RID: m.rid, PlacementWeight: m.weight, Kinds: m.kinds, Draining: m.draining})

@@ -51,6 +51,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newSpotCmd(),
 		newSpotMoveCmd(),
 		newSpotOwnerCmd(),
+		newSpotRemindersCmd(),
 		newRelocateCmd(),
 		newDemoCmd(),
 		newBenchCmd(),

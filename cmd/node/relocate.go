@@ -29,8 +29,13 @@ func spotAdminCall(cmd *cobra.Command, ac *adminClient, path string) ([]byte, er
 
 // spotAdminDo is spotAdminCall with any method.
 func spotAdminDo(cmd *cobra.Command, ac *adminClient, method, path string) ([]byte, error) {
+	return spotAdminDoBody(cmd, ac, method, path, nil)
+}
+
+// spotAdminDoBody is spotAdminDo with a JSON body (nil: none).
+func spotAdminDoBody(cmd *cobra.Command, ac *adminClient, method, path string, body any) ([]byte, error) {
 	out := cmd.OutOrStdout()
-	code, raw, err := ac.do(cmd.Context(), method, path, nil)
+	code, raw, err := ac.do(cmd.Context(), method, path, body)
 	if err != nil {
 		return nil, printSpotAdminError(out, "unreachable", err.Error())
 	}

@@ -61,6 +61,10 @@ func Run(t *testing.T, newStore NewStoreFunc) {
 		{"SpotState", testSpotState},
 		{"SpotMeshIsolation", testSpotMeshIsolation},
 		{"SpotValidation", testSpotValidation},
+		{"ReminderPutListDelete", testReminderPutListDelete},
+		{"ReminderLimit", testReminderLimit},
+		{"ReminderFenced", testReminderFenced},
+		{"ReminderIndexFix", testReminderIndexFix},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

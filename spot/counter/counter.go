@@ -2,6 +2,9 @@
 // hosts with `run --object server`: each Spot holds one integer. Its
 // packets take and return decimal text, so the CLI can call them:
 // "add" N adds N and returns the new value, "get" returns the value.
+// A durable reminder of a counter (zlink-node spot-reminders) adds its
+// payload (decimal; empty: 1) at every firing (a payload that is not a
+// number, or a sum that would overflow, changes nothing).
 //
 // It owns nothing but the kind's definition.
 package counter
@@ -30,6 +33,14 @@ func Kind() *spot.Kind[State] {
 		OnRaw("add", func(_ *spot.Context, s *State, p []byte) ([]byte, error) { return s.add(p) }).
 		OnRaw("get", func(_ *spot.Context, s *State, _ []byte) ([]byte, error) {
 			return strconv.AppendInt(nil, s.N, 10), nil
+		}).
+		OnReminder(func(_ *spot.Context, s *State, r spot.Reminder) error {
+			p := r.Payload
+			if len(p) == 0 {
+				p = []byte("1")
+			}
+			_, _ = s.add(p) // an error leaves the counter as it was
+			return nil
 		})
 }
 

@@ -48,6 +48,9 @@ func TestSpotsBench_Quick(t *testing.T) {
 		`rehome \d+ Spots answered from another server: first \S+\s+p50 \S+\s+all (\S+) after the crash`,
 		`timers spots=\d+ period=50ms window=\S+\s+firings ` + num + ` \(\d+% of due\)\s+merged \d+\s+cpu/firing [0-9.]+µs\s+lateness p50 \S+ p99 \S+`,
 		`goal timers lateness p99 <= 5ms at (\d+) Spots × 20 Hz: \S+, (?:met|missed)`,
+		`reminders servers=3 reminders=(\d+) period=1s registered in \S+ \((\d+)/s\)`,
+		`reminders window=\S+ firings (\d+) \(\d+% of due\) redis ` + num + ` commands/s \(` + num + ` per firing`,
+		`goal reminders lateness p99 <= 2s at (\d+) reminders / 1s: \S+, (?:met|missed)`,
 	} {
 		m := regexp.MustCompile(re).FindStringSubmatch(text)
 		if m == nil {
