@@ -28,7 +28,7 @@ type PublisherConfig struct {
 	// Store, when set, makes the publisher automatic: it publishes one
 	// fanout publisher descriptor and renews it. Nil = manual: nothing is
 	// written anywhere; subscribers must be given Endpoint().
-	Store location.Store
+	Store location.Publishers
 	// TTL is the descriptor lease; renewed every TTL/3. Default 10s,
 	// minimum 10ms.
 	TTL time.Duration
@@ -129,7 +129,7 @@ type SubscriberConfig struct {
 	Automatic bool
 	// Store is the Location Store of automatic mode; required there and
 	// never read in manual mode.
-	Store location.Store
+	Store location.Publishers
 	// Endpoints are the manual publisher endpoints ("tcp://host:port"),
 	// one SUB socket each; duplicates are refused.
 	Endpoints []string

@@ -5,15 +5,28 @@ import (
 	"time"
 )
 
-// Store is the Location Store. Implementations are safe for concurrent use
-// by many goroutines. Every method may block on I/O (Redis) and honours ctx;
-// none blocks forever when ctx has a deadline.
+// Store is the Location Store: the narrow interfaces each of its users
+// needs — Descriptors (MeshNodes), Publishers (fanout), SpotDirectory and
+// SpotStates (Spots) — and Close. Implementations are safe for concurrent
+// use by many goroutines. Every method may block on I/O (Redis) and
+// honours ctx; none blocks forever when ctx has a deadline.
 type Store interface {
+	Descriptors
+	Publishers
 	SpotStates
 	// SpotDirectory holds the Spot ownership records and the Spot leases
 	// of node lifecycles (see spotdir.go).
 	SpotDirectory
 
+	// Close releases resources, ends every Watch and waits for the
+	// store's goroutines. Idempotent. Later calls return ErrClosed.
+	Close() error
+}
+
+// Descriptors are the MeshNode descriptors of every mesh: leases, the
+// mesh's revision and change log, watches. A MeshNode's lease and
+// discovery use them.
+type Descriptors interface {
 	// PutDescriptor writes d under a TTL lease. Writing again renews the
 	// lease. Rejects generation 0, revision 0, empty names and an unset
 	// ObjectRole with ErrInvalid; rejects a revision lower than the stored
@@ -63,7 +76,11 @@ type Store interface {
 	// of a mesh a share, so that the mesh is swept about once per poll
 	// interval in all); a reader that does not watch may call it itself.
 	ExpireDescriptors(ctx context.Context, mesh string) (removed, live int, err error)
+}
 
+// Publishers are the fanout publishers of every channel, under leases. A
+// fanout publisher (automatic) and subscriber (automatic) use them.
+type Publishers interface {
 	// PutPublisher writes a fanout publisher descriptor under a TTL lease.
 	PutPublisher(ctx context.Context, p Publisher, ttl time.Duration) error
 	// ListPublishers returns the live publishers of a fanout channel sorted
@@ -72,8 +89,4 @@ type Store interface {
 	// DeletePublisher removes (channel, rid) if the stored generation is
 	// gen; ErrNotFound otherwise.
 	DeletePublisher(ctx context.Context, channel, rid string, gen uint64) error
-
-	// Close releases resources, ends every Watch and waits for the
-	// store's goroutines. Idempotent. Later calls return ErrClosed.
-	Close() error
 }

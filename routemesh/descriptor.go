@@ -81,7 +81,7 @@ func locationRole(r ObjectRole) location.ObjectRole {
 // every TTL/3 with PutDescriptor until one succeeds.
 type lease struct {
 	n     *Node
-	store location.Store
+	store location.Descriptors
 	ttl   time.Duration
 
 	mu     sync.Mutex // leaf: guards latest, dirty, ended and the wg.Add of a new loop
@@ -94,7 +94,7 @@ type lease struct {
 	wg        sync.WaitGroup // running loops (one per lease actor incarnation)
 }
 
-func newLease(n *Node, store location.Store, d location.Descriptor) *lease {
+func newLease(n *Node, store location.Descriptors, d location.Descriptor) *lease {
 	return &lease{n: n, store: store, ttl: n.cfg.DescriptorTTL, latest: d,
 		kick: make(chan struct{}, 1)}
 }

@@ -70,7 +70,7 @@ type (
 // extensions read.
 type discoveryActor struct {
 	n       *Node
-	store   location.Store
+	store   location.Descriptors
 	ctx     context.Context // this incarnation's: cancelled when it ends
 	cancel  context.CancelFunc
 	self    *actors.Ref
@@ -98,7 +98,7 @@ type discStep struct {
 	match    *location.Descriptor
 }
 
-func newDiscoveryActor(n *Node, store location.Store) *discoveryActor {
+func newDiscoveryActor(n *Node, store location.Descriptors) *discoveryActor {
 	return &discoveryActor{n: n, store: store, pending: new(atomic.Bool), view: map[string]location.Descriptor{},
 		applied: map[string]want{}, manual: map[string]*location.Descriptor{}, sent: map[string]bool{}}
 }
