@@ -157,16 +157,25 @@ func (d *directory) get(id string) *activation {
 // nil after counting the delivery as one that goes through the kind actor
 // (no activation, a closing one, or earlier deliveries still on that way).
 //
-// check runs under the shard lock before the hand-over (a cycle test that
-// may take the delivery elsewhere: it reports false). tell posts the
-// delivery, also under the lock, so that a close (setClosing) is ordered
-// after it: nothing posted directly can land behind a Spot's last turn.
+// check (nil: none) is a cycle test that may take the delivery elsewhere:
+// it reports false. It takes the activation's own lock, so it runs before
+// the shard lock is taken (again under it only when the activation changed
+// meanwhile). tell posts the delivery under the shard lock, so that a
+// close (setClosing) is ordered after it: nothing posted directly can land
+// behind a Spot's last turn (TestDirectory_NoDirectPostAfterClosing).
 func (d *directory) route(id string, check func(*activation) bool, tell func(*activation) error) (act *activation, handled bool, err error) {
 	s := d.shard(id)
+	var pre *activation
+	preOK := true
+	if check != nil {
+		if pre = d.get(id); pre != nil {
+			preOK = check(pre)
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if a := s.m[id]; a != nil && s.slow[id] == 0 && !a.closing.Load() {
-		if !check(a) {
+		if check != nil && (a == pre && !preOK || a != pre && !check(a)) {
 			return a, true, nil
 		}
 		if err := tell(a); err == nil || !errors.Is(err, actors.ErrStopped) {

@@ -65,13 +65,15 @@ func (rt *runtime) inbound(r *routemesh.Request) {
 		return
 	}
 	var cycle, reenter bool
-	_, handled, err := ks.dir.route(h.id, func(act *activation) bool {
-		if act.waitsOn(h.chain) {
-			cycle, reenter = true, ks.reg.reentrant
-			return false
+	var check func(*activation) bool // only a call made from a turn can close a cycle
+	if len(h.chain) > 0 {
+		check = func(act *activation) bool {
+			cycle = act.waitsOn(h.chain)
+			reenter = cycle && ks.reg.reentrant
+			return !cycle
 		}
-		return true
-	}, func(act *activation) error {
+	}
+	_, handled, err := ks.dir.route(h.id, check, func(act *activation) error {
 		if reenter {
 			return nil
 		}
