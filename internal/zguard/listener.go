@@ -165,8 +165,8 @@ func (l *listener) refuse(raw net.Conn, reason error) {
 }
 
 // greet runs c's pre-handshake: the TLS handshake (with TLS), the peer's
-// greeting, ours, and the peer's READY read ahead; then it hands c to
-// Accept.
+// signature, our greeting, the rest of the peer's, and the peer's READY
+// read ahead; then it hands c to Accept.
 func (l *listener) greet(c *conn) {
 	defer l.wg.Done()
 	if c.tc != nil {
@@ -198,7 +198,21 @@ func (l *listener) greet(c *conn) {
 		l.refuseTLS(c)
 		return
 	}
+	// The staged greeting of ZMTP 3 (libzmq): the peer sends its 10-byte
+	// signature and waits for ours before it sends its version, and its
+	// version before the rest. Ours goes out whole once the peer's
+	// signature is valid; the rest of the peer's is checked when it came.
 	if err == nil {
+		g, err = c.br.Peek(signatureLen)
+	}
+	if err == nil && !validSignature(g) {
+		c.reject(ErrBadGreeting)
+		return
+	}
+	if err == nil {
+		if err := c.sendGreeting(); err != nil {
+			return // failWrite closed c
+		}
 		g, err = c.br.Peek(greetingLen)
 	}
 	switch {
@@ -210,9 +224,6 @@ func (l *listener) greet(c *conn) {
 	case !validGreeting(g) || !nullGreeting(g):
 		c.reject(ErrBadGreeting)
 		return
-	}
-	if err := c.sendGreeting(); err != nil {
-		return // failWrite closed c
 	}
 	if err := c.readAheadReady(); err != nil {
 		c.rmu.Lock()
@@ -421,7 +432,9 @@ func allZero(b []byte) bool {
 }
 
 // sendGreeting writes serverGreeting ahead of zmq4, which then writes the
-// same bytes (swallowed). The peer sends its READY only after our greeting.
+// same bytes (swallowed). A libzmq peer sends the rest of its greeting only
+// after our signature and version, and every peer its READY only after
+// our greeting.
 func (c *conn) sendGreeting() error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
