@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"os"
@@ -44,7 +46,8 @@ type listener struct {
 	closed  bool
 	book    *pendingBook
 	pending map[*conn]struct{} // admitted by book, handshake not ended
-	live    map[string]*conn   // identity → conn that announced it
+	live    map[string]*conn   // identity → conn that announced it (or was given it)
+	nextID  atomic.Uint32      // the last identity generated (identify)
 }
 
 var _ net.Listener = (*listener)(nil)
@@ -64,6 +67,7 @@ func listen(ctx context.Context, addr string, cfg Config) (*listener, error) {
 		pending: make(map[*conn]struct{}),
 		live:    make(map[string]*conn),
 	}
+	l.nextID.Store(rand.Uint32())
 	if cfg.Inbound != nil {
 		cfg.Inbound.add(l)
 	}
@@ -225,10 +229,14 @@ func (l *listener) greet(c *conn) {
 		c.reject(ErrBadGreeting)
 		return
 	}
-	if err := c.readAheadReady(); err != nil {
+	ready, err := c.readAheadReady()
+	if err != nil {
 		c.rmu.Lock()
 		_ = c.failRead(err, false)
 		c.rmu.Unlock()
+		return
+	}
+	if ready != nil && !l.identifyAhead(c, ready) {
 		return
 	}
 	t := time.NewTimer(time.Until(c.deadline))
@@ -450,29 +458,109 @@ func (c *conn) sendGreeting() error {
 
 // readAheadReady waits until the peer's first command (its READY) is
 // buffered whole, under the handshake deadline, so zmq4's handshake finds
-// every byte it reads already there. A first frame that is no command, or
-// is larger than the limit or the buffer, is left to the frame checks of
-// Read.
-func (c *conn) readAheadReady() error {
+// every byte it reads already there, and returns the command's body (still
+// buffered: zmq4 reads it). A first frame that is no command, or is larger
+// than the limit or the buffer, is left to the frame checks of Read (nil
+// body).
+func (c *conn) readAheadReady() ([]byte, error) {
 	h, err := c.br.Peek(greetingLen + 1)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	flags := h[greetingLen]
 	hl := headerLen(flags)
 	if h, err = c.br.Peek(greetingLen + hl); err != nil {
-		return err
+		return nil, err
 	}
 	if flags&flagCommand == 0 {
-		return nil
+		return nil, nil
 	}
 	size := uint64(h[greetingLen+1])
 	if hl == maxHeaderLen {
 		size = binary.BigEndian.Uint64(h[greetingLen+1:])
 	}
 	if size > handshakeCmdLimit || uint64(greetingLen+hl)+size > uint64(c.br.Size()) {
-		return nil
+		return nil, nil
 	}
-	_, err = c.br.Peek(greetingLen + hl + int(size))
-	return err
+	h, err = c.br.Peek(greetingLen + hl + int(size))
+	if err != nil {
+		return nil, err
+	}
+	return h[greetingLen+hl:], nil
+}
+
+// identifyAhead gives c its identity from the READY read ahead, before
+// zmq4 sees the connection (identify); it reports whether c goes on. A
+// malformed READY is refused as Read would refuse it. A peer whose
+// identity a live connection holds is told so with a ZMTP ERROR command
+// (errDuplicateReason) before the close: zmq4 has not sent its READY yet,
+// so the peer's handshake fails (libzmq reports
+// ZMQ_EVENT_HANDSHAKE_FAILED_AUTH with status 300 to its socket monitor).
+func (l *listener) identifyAhead(c *conn, ready []byte) bool {
+	name, identity, err := sniffCommand(ready)
+	if err != nil {
+		c.reject(err)
+		return false
+	}
+	if name != "READY" {
+		return true // zmq4 refuses it
+	}
+	if _, err := l.identify(c, identity); err != nil {
+		c.wmu.Lock()
+		if c.werr == nil {
+			_, _ = c.writeLocked(errorCommand(errDuplicateReason))
+		}
+		c.wmu.Unlock()
+		c.reject(err)
+		return false
+	}
+	return true
+}
+
+// errDuplicateReason is the reason of the ZMTP ERROR command that refuses
+// an identity a live connection holds: ZAP's status code for a temporary
+// error (RFC 27), which libzmq reports as an authentication failure with
+// that status; the identity may be free again later.
+const errDuplicateReason = "300"
+
+// errorCommand is a ZMTP ERROR command frame with reason (≤ 255 bytes).
+func errorCommand(reason string) []byte {
+	body := append([]byte("\x05ERROR"), byte(len(reason)))
+	body = append(body, reason...)
+	return append([]byte{flagCommand, byte(len(body))}, body...)
+}
+
+// identify returns c's identity and claims it among the live connections:
+// the one its READY announced, or for an empty one a generated one (as
+// libzmq's ROUTER does: a zero byte and a 32-bit counter starting at a
+// random value; a peer cannot choose one that is live, it is refused). A
+// conn identified before (identifyAhead) keeps its identity. An identity a
+// live connection holds is an error matching ErrDuplicateIdentity.
+func (l *listener) identify(c *conn, announced string) (string, error) {
+	c.mu.Lock()
+	id := c.identity
+	c.mu.Unlock()
+	if id != "" {
+		return id, nil
+	}
+	if announced != "" {
+		err := l.claim(announced, c)
+		c.mu.Lock()
+		c.identity = announced // kept for ConnEvent even when refused
+		c.mu.Unlock()
+		if err != nil {
+			return "", fmt.Errorf("%w: %.64q", err, announced)
+		}
+		return announced, nil
+	}
+	for {
+		var g [5]byte
+		binary.BigEndian.PutUint32(g[1:], l.nextID.Add(1))
+		if l.claim(string(g[:]), c) == nil {
+			c.mu.Lock()
+			c.identity = string(g[:])
+			c.mu.Unlock()
+			return string(g[:]), nil
+		}
+	}
 }

@@ -42,3 +42,69 @@ func TestListener_StagedGreeting(t *testing.T) {
 		return err
 	})
 }
+
+// A READY claiming an identity a live connection holds is answered with a
+// ZMTP ERROR command (reason "300") before zmq4 sends its READY, and the
+// connection is closed; the live one is untouched.
+func TestListener_DuplicateIdentityGetsError(t *testing.T) {
+	rec := newRecorder()
+	cfg := rec.install(DefaultConfig())
+	router, addr := newRouter(t, cfg)
+	defer router.Close()
+	first := newDealer(t, cfg, "twin", addr)
+	defer first.Close()
+	exchange(t, router, first, "twin")
+
+	p := dialRaw(t, addr)
+	_ = p.SetDeadline(time.Now().Add(waitDeadline))
+	p.write(t, greetingBytes())
+	p.write(t, readyFrame("twin"))
+	got := make([]byte, greetingLen)
+	if _, err := io.ReadFull(p, got); err != nil || !validGreeting(got) {
+		t.Fatalf("greeting = %x, %v", got, err)
+	}
+	if body := p.readFrame(t); string(body) != "\x05ERROR\x03300" {
+		t.Fatalf("answer to a live identity = %q, want an ERROR command with reason 300", body)
+	}
+	p.waitClosed(t)
+	ev := rec.waitRejected(t, ErrDuplicateIdentity)
+	if ev.Identity != "twin" {
+		t.Fatalf("rejected %+v, want identity twin", ev)
+	}
+	exchange(t, router, first, "twin")
+}
+
+// A peer whose READY has an empty identity gets a generated one, as
+// libzmq's ROUTER gives it: a zero byte and 4 more, distinct per
+// connection. Direct reads and sends use it.
+func TestListener_EmptyIdentityIsGenerated(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Inbound = &Inbound{}
+	cfg.Inbound.ReadDirect(4)
+	router, addr := newRouter(t, cfg)
+	defer router.Close()
+	ids := map[string]*rawPeer{}
+	for i := range 2 {
+		p := dialRaw(t, addr)
+		p.handshake(t, "")
+		p.write(t, frameBytes(0, []byte{byte('a' + i)}))
+		var m Received
+		within(t, "a message from an anonymous peer", func() error {
+			m = <-cfg.Inbound.Messages()
+			return m.Err
+		})
+		if len(m.Identity) != 5 || m.Identity[0] != 0 || ids[m.Identity] != nil {
+			t.Fatalf("generated identity %x (have %d)", m.Identity, len(ids))
+		}
+		ids[m.Identity] = p
+	}
+	for id, p := range ids {
+		if err := cfg.Inbound.Send([]byte(id), []byte(id)); err != nil {
+			t.Fatal(err)
+		}
+		_ = p.SetDeadline(time.Now().Add(waitDeadline))
+		if body := p.readFrame(t); string(body) != id {
+			t.Fatalf("peer %x got %x", id, body)
+		}
+	}
+}
