@@ -114,9 +114,9 @@ func (o *Outbound) Send(frame []byte) error {
 // Recv reads the next message from the dialed connection on the caller's
 // goroutine (one goroutine at a time). A message of several frames is
 // skipped and reported as ErrMultipart (the connection stays usable); ZMTP
-// commands are skipped, a PING answered with a PONG. Any other error ends the connection: io.EOF when
-// the peer closed it, a guard's error (ErrFrameTooLarge) when it broke a
-// limit, or a net error.
+// commands are skipped, a PING answered with a PONG. Any other error ends
+// the connection: io.EOF when the peer closed it, a guard's error
+// (ErrFrameTooLarge) when it broke a limit, or a net error.
 func (o *Outbound) Recv() ([]byte, error) {
 	o.mu.Lock()
 	c := o.c

@@ -108,3 +108,31 @@ func TestListener_EmptyIdentityIsGenerated(t *testing.T) {
 		}
 	}
 }
+
+// A direct read answers a ZMTP 3.1 PING with a PONG carrying the PING's
+// context, between two messages; the messages around it arrive.
+func TestListener_DirectReadAnswersPing(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Inbound = &Inbound{}
+	cfg.Inbound.ReadDirect(4)
+	router, addr := newRouter(t, cfg)
+	defer router.Close()
+	p := dialRaw(t, addr)
+	p.handshake(t, "pinger")
+	p.write(t, frameBytes(0, []byte("one")))
+	p.write(t, frameBytes(flagCommand, []byte("\x04PING\x00\x0actx-123")))
+	p.write(t, frameBytes(0, []byte("two")))
+	_ = p.SetDeadline(time.Now().Add(waitDeadline))
+	if body := p.readFrame(t); string(body) != "\x04PONGctx-123" {
+		t.Fatalf("answer to PING = %q, want a PONG with its context", body)
+	}
+	for _, want := range []string{"one", "two"} {
+		within(t, "message "+want, func() error {
+			m := <-cfg.Inbound.Messages()
+			if string(m.Frame) != want || m.Identity != "pinger" {
+				t.Errorf("got %q from %q, want %q", m.Frame, m.Identity, want)
+			}
+			return m.Err
+		})
+	}
+}
