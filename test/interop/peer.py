@@ -601,7 +601,101 @@ def sc_hex(args):
     ok("example spot frames decode")
 
 
+# --- §10: Spots from a wire-only peer -------------------------------------------
+
+SPOT_PACKET = "zlink.spot"
+SPOT_VIA = 1  # flags bit 0: the receiving Object Server routes the call
+
+
+def uvarint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def read_uvarint(b, off):
+    n, shift = 0, 0
+    while True:
+        x = b[off]
+        off += 1
+        n |= (x & 0x7F) << shift
+        if x < 0x80:
+            return n, off
+        shift += 7
+
+
+def spot_string(s):
+    s = s.encode()
+    return uvarint(len(s)) + s
+
+
+def read_spot_string(b, off):
+    n, off = read_uvarint(b, off)
+    return b[off:off + n].decode(), off + n
+
+
+def spot_request(kind, sid, packet, body, flags=SPOT_VIA):
+    return (bytes([1, flags, 0]) + spot_string(kind) + spot_string(sid) + spot_string(packet)
+            + uvarint(0) + body)
+
+
+def spot_reply(b):
+    """(status name, fields) of a Spot reply payload."""
+    st = b[0]
+    if st == 0:
+        owner, off = read_spot_string(b, 1)
+        epoch, off = read_uvarint(b, off)
+        return "ok", (owner, epoch, b[off:])
+    if st == 1:
+        owner, off = read_spot_string(b, 1)
+        epoch, off = read_uvarint(b, off)
+        return "redirect", (owner, epoch)
+    if st == 2:
+        reason, _ = read_spot_string(b, 1)
+        return "retry", (reason,)
+    code, off = read_uvarint(b, 1)
+    msg, off = read_spot_string(b, off)
+    return "error", (code, msg)
+
+
+def sc_spot(args):
+    """Calls Spot counter/<id> through a known Object Server (CallVia)."""
+    p = Peer(args, routing_id=b"py-spot")
+    p.connect(args["endpoint"])
+    rej = p.dial_handshake()
+    if rej is not None:
+        raise Fail("handshake refused: %r" % (rej,))
+    want = 0
+    for add in (2, 3):
+        want += add
+        end = time.monotonic() + 15
+        while True:
+            env = p.call("", SPOT_PACKET, spot_request(args["kind"], args["id"], "add", pack(add)))
+            if env[0] != REPLY:
+                raise Fail("spot call: %r" % (env,))
+            status, fields = spot_reply(env[5])
+            if status == "retry" and time.monotonic() < end:
+                time.sleep(0.1)
+                continue
+            if status != "ok":
+                raise Fail("spot call: %s %r" % (status, fields))
+            break
+        owner, epoch, body = fields
+        if unpack(body) != want:
+            raise Fail("counter = %r, want %d" % (unpack(body), want))
+    ok("spot %s/%s = %d (owner %r, epoch %d)" % (args["kind"], args["id"], want, owner or "the replier", epoch))
+    p.goodbye()
+    p.close()
+
+
 SCENARIOS = {
+    "spot": sc_spot,
     "handshake": sc_handshake, "idle": sc_idle, "violations": sc_violations,
     "duplicate": sc_duplicate, "anonymous": sc_anonymous, "listen": sc_listen,
     "sub": sc_sub, "pub": sc_pub, "hex": sc_hex,
