@@ -333,8 +333,6 @@ func TestInterop_IdleWithHeartbeats(t *testing.T) {
 // Every documented protocol violation gets its documented answer.
 func TestInterop_Violations(t *testing.T) {
 	n := startNode(t, nodeSecret)
-	st := status(t, n)
-	_ = st
 	p := startPeer(t, "violations", map[string]any{"endpoint": n.Endpoint(), "secret": nodeSecret,
 		"recv_limit": recvLimitOf(t, n)})
 	expectLines(t, p.wait(2*time.Minute),
@@ -345,14 +343,19 @@ func TestInterop_Violations(t *testing.T) {
 		"ok Hello field count: Reject(protocol)", "ok short nonce: Reject(protocol)",
 		"ok trailing bytes: Reject(protocol)", "ok first frame not a Hello: Reject(protocol)",
 		"ok not msgpack: Reject(protocol)", "ok rid collision: Reject(rid_collision)",
-		"ok no batch-v1: Reject(capability)", "ok wrong secret: Reject(auth)",
-		"ok unknown envelope kind: closed", "ok envelope of 15 fields: closed", "ok frame over RecvLimit: closed")
+		"ok no batch-v1: Reject(capability)", "ok wrong secret: Reject(auth)", "ok other security identity: Reject(auth)",
+		"ok unknown envelope kind: closed", "ok envelope of 15 fields: closed", "ok frame over RecvLimit: closed",
+		"ok a frame of exactly RecvLimit (67174400 bytes) is read")
 }
 
-// recvLimitOf is the receive limit node n states (docs/wire-protocol.md §6).
+// recvLimitOf is the receive limit node n states (docs/wire-protocol.md
+// §6): its byte budget (64 MiB by default) and 64 KiB of framing.
 func recvLimitOf(t *testing.T, n *routemesh.Node) uint64 {
 	t.Helper()
-	return uint64(routemesh.DefaultSocketConfig().MailboxByteBudget) + 64<<10
+	if got := routemesh.DefaultSocketConfig().MailboxByteBudget; got != 64<<20 {
+		t.Fatalf("default MailboxByteBudget %d; docs/wire-protocol.md §6 says 64 MiB", got)
+	}
+	return 64<<20 + 64<<10
 }
 
 // A second connection with a live connection's routing id is refused

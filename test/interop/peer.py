@@ -445,12 +445,39 @@ def sc_violations(args):
         ("rid collision", "auth", lambda p: {"rid": "node"}, "rid_collision"),
         ("no batch-v1", "auth", lambda p: {"capabilities": None}, "capability"),
         ("wrong secret", "auth", lambda p: {"secret": b"not-the-secret"}, "auth"),
+        ("other security identity", "auth", lambda p: {"securityIdentity": "shared:0000000000000000"}, "auth"),
         ("unknown envelope kind", "ready", lambda p: p.send_batch([[99]]), "close"),
         ("envelope of 15 fields", "ready", lambda p: p.send_batch([[HEARTBEAT] + [0] * 14]), "close"),
-        ("frame over RecvLimit", "ready", lambda p: p.send_raw(b"\x00" * (args["recv_limit"] + 1)), "close"),
+        ("frame over RecvLimit", "ready", lambda p: p.send_raw(b"\x00" * (p.remote[10] + 1)), "close"),
     ]
     for name, when, bad, expect in cases:
         violation(args, name, when, bad, expect)
+
+    # The stated receive limit is the enforced one: a frame of exactly
+    # RecvLimit bytes is read (and answered), one byte more closes.
+    p = Peer(args, routing_id=b"py-limit")
+    p.connect(args["endpoint"])
+    try:
+        if p.dial_handshake() is not None:
+            raise Fail("limit: handshake refused")
+        limit = p.remote[10]
+        if limit != args["recv_limit"]:
+            raise Fail("stated RecvLimit %d, want %d" % (limit, args["recv_limit"]))
+        def req(n):
+            return frame(BATCH, [envelope(REQUEST, corr=1, channel="echo", packet="echo",
+                                          timeout_ms=5000, payload=b"\0" * n)])
+        n = limit - (len(req(70000)) - 70000)
+        big = req(n)
+        if len(big) != limit:
+            raise Fail("built %d bytes, want %d" % (len(big), limit))
+        p.pending[1] = None
+        p.send_raw(big)
+        if p.recv_frame(20.0, done=lambda: p.pending[1] is not None) is not None:
+            raise Fail("limit: unexpected frame")
+        ok("a frame of exactly RecvLimit (%d bytes) is read: answered %s" % (
+            limit, "Reply" if p.pending[1][0] == REPLY else "Error(%d)" % p.pending[1][6]))
+    finally:
+        p.close()
 
 
 def sc_duplicate(args):
@@ -594,10 +621,19 @@ def sc_hex(args):
     if hello[0][6] != security_identity("shared", secret):
         raise Fail("security identity %r" % hello[0][6])
     ok("example handshake verifies")
-    for name in ex.get("spot", []):
-        f = unpack(bytes.fromhex(ex["frames"][name]))
-        if f[1] != BATCH:
-            raise Fail(name + ": not a Batch")
+    req = unpack(bytes.fromhex(ex["frames"]["spot_request"]))[2][0]
+    pl = req[5]
+    kind, off = read_spot_string(pl, 3)
+    sid, off = read_spot_string(pl, off)
+    packet, off = read_spot_string(pl, off)
+    chain, off = read_uvarint(pl, off)
+    if (req[:5] != [REQUEST, 1, "", SPOT_PACKET, 5000] or pl[:3] != bytes([1, SPOT_VIA, 0])
+            or (kind, sid, packet, chain) != ("counter", "c1", "add", 0) or unpack(pl[off:]) != 2):
+        raise Fail("spot request %r" % (req,))
+    rep = unpack(bytes.fromhex(ex["frames"]["spot_reply"]))[2][0]
+    status, fields = spot_reply(rep[5])
+    if rep[:2] != [REPLY, 1] or status != "ok" or fields[:2] != ("", 1) or unpack(fields[2]) != 2:
+        raise Fail("spot reply %r: %s %r" % (rep, status, fields))
     ok("example spot frames decode")
 
 
