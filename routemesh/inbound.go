@@ -182,6 +182,7 @@ func (n *Node) readRouter() {
 		}
 		if err := n.mesh().Tell(&inboundHello{id: id, hello: f.Hello}); err != nil {
 			n.cnt.handshakeRejects.Add(1)
+			n.ln.Disconnect(id) // no pipe will let its identity go
 		}
 	}
 }

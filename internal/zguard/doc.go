@@ -36,9 +36,12 @@
 // frame header is checked against Config.MaxFrame before zmq4 sees its
 // length; the handshake READY is validated — well-formed properties and a
 // Socket-Type zmq4 knows — and its Identity property must be unique among
-// the live connections of one listener: a READY claiming a live identity
-// is answered with a ZMTP ERROR command (reason "300", ZAP's temporary
-// error) before zmq4 sees the connection, and closed; an empty one gets a
+// the live connections of one listener: a READY claiming a held identity
+// waits for it (half the handshake timeout; with direct reads a closed
+// connection that delivered messages holds its identity until the owner's
+// Inbound.Disconnect), then is answered with a ZMTP ERROR command (reason
+// "300", ZAP's temporary error) before zmq4 sees the connection, and
+// closed; an empty one gets a
 // generated identity (a zero byte and a 32-bit counter, as libzmq's ROUTER
 // does), the one ConnEvent, Received and Inbound use (zmq4's own ROUTER
 // queue names such a peer by a UUID of its own).

@@ -48,6 +48,9 @@ type listener struct {
 	pending map[*conn]struct{} // admitted by book, handshake not ended
 	live    map[string]*conn   // identity → conn that announced it (or was given it)
 	nextID  atomic.Uint32      // the last identity generated (identify)
+	// released is closed and replaced when a closed conn's identity is
+	// let go (release).
+	released chan struct{}
 }
 
 var _ net.Listener = (*listener)(nil)
@@ -66,6 +69,8 @@ func listen(ctx context.Context, addr string, cfg Config) (*listener, error) {
 			reserved: cfg.ReservedForKnown}),
 		pending: make(map[*conn]struct{}),
 		live:    make(map[string]*conn),
+
+		released: make(chan struct{}),
 	}
 	l.nextID.Store(rand.Uint32())
 	if cfg.Inbound != nil {
@@ -317,15 +322,38 @@ func (l *listener) handshakeEnded(c *conn) {
 	l.mu.Unlock()
 }
 
-// forget drops every trace of the closed conn c.
+// forget drops every trace of the closed conn c, except one: the identity
+// of a conn that delivered messages to its owner (direct reads) stays
+// held until the owner lets it go (Inbound.Disconnect), at most
+// AuthTimeout. The owner keys its state by identity: a new connection
+// that reused the identity at once would otherwise have its first
+// message taken for the old connection's, and the owner's Disconnect of
+// the old one would close it. Meanwhile a new connection claiming it is
+// refused as a duplicate (ERROR 300: libzmq retries).
 func (l *listener) forget(c *conn, identity string) {
 	l.mu.Lock()
 	if _, ok := l.pending[c]; ok {
 		delete(l.pending, c)
 		l.book.release(c.src, c.known)
 	}
+	hold := false
 	if identity != "" && l.live[identity] == c {
-		delete(l.live, identity)
+		if hold = c.direct && c.spoke.Load() && !l.closed; !hold {
+			l.dropLocked(identity)
+		}
+	}
+	l.mu.Unlock()
+	if hold {
+		time.AfterFunc(l.cfg.AuthTimeout, func() { l.release(identity, c) })
+	}
+}
+
+// release lets identity go if the closed conn c still holds it (forget),
+// and wakes the conns waiting for it (identifyWaiting).
+func (l *listener) release(identity string, c *conn) {
+	l.mu.Lock()
+	if l.live[identity] == c {
+		l.dropLocked(identity)
 	}
 	l.mu.Unlock()
 }
@@ -385,12 +413,18 @@ func (in *Inbound) lookup(identity string) (*listener, *conn) {
 // Disconnect closes the inbound connection that announced identity, after
 // what was written to it (a refusal) has gone out. It reports whether one
 // was found.
+//
+// It also lets the identity go: once a connection that delivered messages
+// has closed, its identity stays held until its owner disconnects it (or
+// AuthTimeout passes), so a new connection with the same identity is
+// never taken for the old one.
 func (in *Inbound) Disconnect(identity string) bool {
-	_, c := in.lookup(identity)
+	l, c := in.lookup(identity)
 	if c == nil {
 		return false
 	}
 	c.closeWith(ErrDisconnected, false)
+	l.release(identity, c)
 	return true
 }
 
@@ -505,7 +539,11 @@ func (l *listener) identifyAhead(c *conn, ready []byte) bool {
 	if name != "READY" {
 		return true // zmq4 refuses it
 	}
-	if _, err := l.identify(c, identity); err != nil {
+	if _, err := l.identifyWaiting(c, identity); err != nil {
+		if !errors.Is(err, ErrDuplicateIdentity) {
+			c.reject(err)
+			return false
+		}
 		c.wmu.Lock()
 		if c.werr == nil {
 			_, _ = c.writeLocked(errorCommand(errDuplicateReason))
@@ -528,6 +566,51 @@ func errorCommand(reason string) []byte {
 	body := append([]byte("\x05ERROR"), byte(len(reason)))
 	body = append(body, reason...)
 	return append([]byte{flagCommand, byte(len(body))}, body...)
+}
+
+// identifyWaiting is identify for a conn in its pre-handshake. While
+// another conn holds the identity it waits for it to be let go, at most
+// half the handshake timeout: a peer that reconnects at once with the same
+// identity comes before its old connection's close was read, or before
+// the owner let a closed one go (forget). A holder still there then is an
+// error matching ErrDuplicateIdentity.
+func (l *listener) identifyWaiting(c *conn, announced string) (string, error) {
+	t := time.NewTimer(time.Until(c.deadline.Add(-c.cfg.HandshakeTimeout / 2)))
+	defer t.Stop()
+	for {
+		released := l.releasedCh()
+		id, err := l.identify(c, announced)
+		if err == nil || !errors.Is(err, ErrDuplicateIdentity) {
+			return id, err
+		}
+		select {
+		case <-released:
+			c.mu.Lock()
+			c.identity = "" // not claimed: identify tries again
+			c.mu.Unlock()
+		case <-t.C:
+			return "", err
+		case <-c.closedCh:
+			return "", ErrClosedLocally
+		case <-l.done:
+			return "", ErrClosedLocally
+		}
+	}
+}
+
+// releasedCh is closed when an identity is next let go.
+func (l *listener) releasedCh() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.released
+}
+
+// dropLocked lets identity go and wakes the conns waiting for it
+// (identifyWaiting). l.mu is held.
+func (l *listener) dropLocked(identity string) {
+	delete(l.live, identity)
+	close(l.released)
+	l.released = make(chan struct{})
 }
 
 // identify returns c's identity and claims it among the live connections:

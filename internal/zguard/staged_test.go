@@ -136,3 +136,47 @@ func TestListener_DirectReadAnswersPing(t *testing.T) {
 		})
 	}
 }
+
+// With direct reads, the identity of a connection that delivered messages
+// stays held after it closed until its owner lets it go (Disconnect): a
+// new connection with the same identity waits for that, so the owner's
+// Disconnect of the old one never closes the new one, and the new one's
+// messages come after the old one's close.
+func TestListener_ClosedIdentityHeldUntilOwnerLetsGo(t *testing.T) {
+	rec := newRecorder()
+	cfg := rec.install(DefaultConfig())
+	cfg.HandshakeTimeout = waitDeadline
+	cfg.Inbound = &Inbound{}
+	cfg.Inbound.ReadDirect(4)
+	router, addr := newRouter(t, cfg)
+	defer router.Close()
+	old := dialRaw(t, addr)
+	old.handshake(t, "again")
+	old.write(t, frameBytes(0, []byte("old")))
+	within(t, "the old connection's message", func() error { return (<-cfg.Inbound.Messages()).Err })
+	_ = old.Close()
+	rec.waitClosed(t, "again", io.EOF)
+
+	p := dialRaw(t, addr)
+	_ = p.SetDeadline(time.Now().Add(waitDeadline))
+	p.write(t, greetingBytes())
+	p.write(t, readyFrame("again"))
+	got := make([]byte, greetingLen)
+	if _, err := io.ReadFull(p, got); err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Inbound.Disconnect("again") { // the owner lets the old one go
+		t.Fatal("Disconnect found no connection for the held identity")
+	}
+	if body := p.readFrame(t); string(body[:6]) != "\x05READY" {
+		t.Fatalf("new connection got %q, want the READY", body)
+	}
+	p.write(t, frameBytes(0, []byte("new")))
+	within(t, "the new connection's message", func() error {
+		m := <-cfg.Inbound.Messages()
+		if m.Identity != "again" || string(m.Frame) != "new" {
+			t.Errorf("got %q from %q", m.Frame, m.Identity)
+		}
+		return m.Err
+	})
+}

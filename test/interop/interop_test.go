@@ -366,4 +366,6 @@ func TestInterop_RoutingIDs(t *testing.T) {
 	expectLines(t, p.wait(time.Minute), "ok a second connection with a live routing id", "ok the first connection")
 	p = startPeer(t, "anonymous", map[string]any{"endpoint": n.Endpoint()})
 	expectLines(t, p.wait(time.Minute), "ok two peers without a routing id")
+	p = startPeer(t, "reconnect", map[string]any{"endpoint": n.Endpoint(), "rounds": 10})
+	expectLines(t, p.wait(time.Minute), "ok the same routing id dialed again at once")
 }

@@ -239,9 +239,12 @@ class Peer:
             if self.mon.poll(int(left * 1000)):
                 self.events.append(recv_monitor_message(self.mon))
 
-    def close(self):
-        self.sock.close(linger=500)
+    def close(self, linger=500):
+        # The monitor first: libzmq may hold a closed socket's connection
+        # open while it has monitor events to deliver.
+        self.sock.disable_monitor()
         self.mon.close(linger=0)
+        self.sock.close(linger=linger)
 
     # --- the handshake as dialer (§3) ---
 
@@ -502,6 +505,23 @@ def sc_duplicate(args):
     first.close()
 
 
+def sc_reconnect(args):
+    """A peer that closes its connection and dials again at once with the
+    same routing id (as a libzmq socket does when it reconnects) gets a
+    new pipe: its new Hello is answered."""
+    for i in range(args.get("rounds", 5)):
+        p = Peer(args, routing_id=b"py-again")
+        p.connect(args["endpoint"])
+        rej = p.dial_handshake()
+        if rej is not None:
+            raise Fail("round %d refused: %r" % (i, rej))
+        reply_payload(p.call("echo", "echo", b"%d" % i), b"echo:%d" % i)
+        if i % 2 == 0:
+            p.goodbye()
+        p.close(linger=0)
+    ok("the same routing id dialed again at once, %d times" % args.get("rounds", 5))
+
+
 def sc_anonymous(args):
     """Two DEALERs without a routing id: each gets a generated one."""
     peers = []
@@ -733,7 +753,7 @@ def sc_spot(args):
 SCENARIOS = {
     "spot": sc_spot,
     "handshake": sc_handshake, "idle": sc_idle, "violations": sc_violations,
-    "duplicate": sc_duplicate, "anonymous": sc_anonymous, "listen": sc_listen,
+    "duplicate": sc_duplicate, "anonymous": sc_anonymous, "reconnect": sc_reconnect, "listen": sc_listen,
     "sub": sc_sub, "pub": sc_pub, "hex": sc_hex,
 }
 
