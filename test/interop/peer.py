@@ -399,7 +399,10 @@ def violation(args, name, when, bad, expect):
     handshake stating the identity fields bad returns (checked once the
     proofs are); "ready" runs bad(p) on a ready pipe. expect: a Reject
     reason (then the close), or "close" (the connection closes, no Reject)."""
-    p = Peer(args, routing_id=("py-" + name).encode())
+    # A RID of its own: a new generation of a RID whose last connection the
+    # node has not dropped yet would be refused stale_generation (§3).
+    rid = "py-" + name.replace(" ", "-")
+    p = Peer(dict(args, rid=rid), routing_id=rid.encode())
     p.connect(args["endpoint"])
     try:
         if when == "first":
@@ -458,11 +461,12 @@ def sc_violations(args):
 
     # The stated receive limit is the enforced one: a frame of exactly
     # RecvLimit bytes is read (and answered), one byte more closes.
-    p = Peer(args, routing_id=b"py-limit")
+    p = Peer(dict(args, rid="py-limit"), routing_id=b"py-limit")
     p.connect(args["endpoint"])
     try:
-        if p.dial_handshake() is not None:
-            raise Fail("limit: handshake refused")
+        rej = p.dial_handshake()
+        if rej is not None:
+            raise Fail("limit: handshake refused: %r" % (rej,))
         limit = p.remote[10]
         if limit != args["recv_limit"]:
             raise Fail("stated RecvLimit %d, want %d" % (limit, args["recv_limit"]))
