@@ -316,7 +316,7 @@ func TestInterop_NodeDialsRouter(t *testing.T) {
 }
 
 // Ready and idle for 10 s with libzmq's ZMTP heartbeats on (a PING every
-// 50 ms, the connection dropped after 200 ms without traffic): the peer
+// 100 ms, the connection dropped after 450 ms without traffic): the peer
 // answers the node's heartbeats, the node answers the PINGs with PONGs,
 // and the pipe is still ready and answers after.
 func TestInterop_IdleWithHeartbeats(t *testing.T) {

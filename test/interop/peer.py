@@ -102,7 +102,8 @@ class Peer:
 
     monitors = 0
 
-    def __init__(self, args, sock_type=zmq.DEALER, routing_id=None, route=None, heartbeat_ivl=0):
+    def __init__(self, args, sock_type=zmq.DEALER, routing_id=None, route=None, heartbeat_ivl=0,
+                 heartbeat_timeout=0):
         self.args = args
         self.ctx = zmq.Context.instance()
         self.sock = self.ctx.socket(sock_type)
@@ -111,7 +112,7 @@ class Peer:
             self.sock.setsockopt(zmq.ROUTING_ID, routing_id)
         if heartbeat_ivl:
             self.sock.setsockopt(zmq.HEARTBEAT_IVL, heartbeat_ivl)
-            self.sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, 4 * heartbeat_ivl)
+            self.sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, heartbeat_timeout or 4 * heartbeat_ivl)
         # A monitor address of its own: pyzmq's default one is reused by a
         # socket made after another closed.
         Peer.monitors += 1
@@ -368,9 +369,11 @@ def sc_handshake(args):
 
 def sc_idle(args):
     """Ready, then idle for args.idle seconds (heartbeats only, libzmq's
-    ZMTP heartbeats on: PING every 50 ms, connection lost after 200 ms
+    ZMTP heartbeats on: PING every 100 ms, connection lost after 450 ms
     without traffic), then a call."""
-    p = Peer(args, routing_id=b"py-idle", heartbeat_ivl=50)
+    # The timeout is below the node's heartbeat interval (500 ms): only the
+    # PONGs keep the connection.
+    p = Peer(args, routing_id=b"py-idle", heartbeat_ivl=100, heartbeat_timeout=450)
     p.connect(args["endpoint"])
     rej = p.dial_handshake()
     if rej is not None:
