@@ -51,6 +51,9 @@ type listener struct {
 	// released is closed and replaced when a closed conn's identity is
 	// let go (release).
 	released chan struct{}
+	// heldStrangers: the closed conns not authenticated (AwaitAuth) whose
+	// identity is held (forget); at most MaxPendingHandshakes.
+	heldStrangers map[*conn]struct{}
 }
 
 var _ net.Listener = (*listener)(nil)
@@ -70,7 +73,8 @@ func listen(ctx context.Context, addr string, cfg Config) (*listener, error) {
 		pending: make(map[*conn]struct{}),
 		live:    make(map[string]*conn),
 
-		released: make(chan struct{}),
+		released:      make(chan struct{}),
+		heldStrangers: make(map[*conn]struct{}),
 	}
 	l.nextID.Store(rand.Uint32())
 	if cfg.Inbound != nil {
@@ -325,7 +329,8 @@ func (l *listener) handshakeEnded(c *conn) {
 // forget drops every trace of the closed conn c, except one: the identity
 // of a conn that delivered messages to its owner (direct reads) stays
 // held until the owner lets it go (Inbound.Disconnect), at most
-// AuthTimeout. The owner keys its state by identity: a new connection
+// AuthTimeout (with AwaitAuth, a conn not authenticated only while fewer
+// than MaxPendingHandshakes such are held). The owner keys its state by identity: a new connection
 // that reused the identity at once would otherwise have its first
 // message taken for the old connection's, and the owner's Disconnect of
 // the old one would close it. Meanwhile a new connection claiming it is
@@ -338,7 +343,15 @@ func (l *listener) forget(c *conn, identity string) {
 	}
 	hold := false
 	if identity != "" && l.live[identity] == c {
-		if hold = c.direct && c.spoke.Load() && !l.closed; !hold {
+		hold = c.direct && c.spoke.Load() && !l.closed
+		if hold && c.cfg.AwaitAuth && !c.authed.Load() {
+			// Not authenticated: held only while few are, so strangers
+			// that connect, speak and leave cannot grow the map.
+			if hold = len(l.heldStrangers) < c.cfg.MaxPendingHandshakes; hold {
+				l.heldStrangers[c] = struct{}{}
+			}
+		}
+		if !hold {
 			l.dropLocked(identity)
 		}
 	}
@@ -354,6 +367,7 @@ func (l *listener) release(identity string, c *conn) {
 	l.mu.Lock()
 	if l.live[identity] == c {
 		l.dropLocked(identity)
+		delete(l.heldStrangers, c)
 	}
 	l.mu.Unlock()
 }
