@@ -169,14 +169,20 @@ func (n *Node) readRouter() {
 			continue
 		}
 		f, err := wire.DecodeFrame(frame)
-		if err != nil || f.Type != wire.FrameHello {
-			// A connection that does not open with a Hello is no peer.
+		if err == nil && f.Type != wire.FrameHello {
+			err = fmt.Errorf("%w: the first frame is %v, not Hello", wire.ErrProtocol, f.Type)
+		}
+		if err != nil {
+			// A connection that does not open with a Hello is no peer:
+			// it is told why (Reject version or protocol) and closed.
 			n.cnt.protocolErrors.Add(1)
+			_ = n.ln.Send([]byte(id), undecodableReject(err))
 			n.ln.Disconnect(id)
 			continue
 		}
 		if err := n.mesh().Tell(&inboundHello{id: id, hello: f.Hello}); err != nil {
 			n.cnt.handshakeRejects.Add(1)
+			n.ln.Disconnect(id) // no pipe will let its identity go
 		}
 	}
 }
@@ -215,6 +221,9 @@ func (n *Node) onFrame(p *pipe, raw []byte) {
 		// Not pooled again: the failed decode may have left references
 		// anywhere in the batch array.
 		n.cnt.protocolErrors.Add(1)
+		if p.getState() == pipeHandshake {
+			_ = p.w.control(outItem{frame: undecodableReject(err)}) // goes out before the close
+		}
 		_ = n.mesh().TellControl(&pipeFailed{p: p, err: err})
 		return
 	}

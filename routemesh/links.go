@@ -17,7 +17,7 @@ import (
 // makeReady turns an admitted pipe into a ready link.
 func (m *meshActor) makeReady(p *pipe) {
 	n := m.n
-	l := &link{rid: p.remote.RID, gen: p.remote.Generation, p: p, objectRole: p.remote.ObjectRole, recvLimit: p.remote.RecvLimit,
+	l := &link{rid: p.remote.RID, gen: p.remote.Generation, p: p, objectRole: p.remote.ObjectRole, recvLimit: envelopeLimit(p.remote.RecvLimit),
 		trace: slices.Contains(p.remote.Capabilities, capTrace)}
 	l.draining.Store(p.remote.Draining)
 	l.full = make(map[string]*atomic.Bool, len(p.remote.Servers))

@@ -32,8 +32,21 @@ var announcedCaps = append(append([]string(nil), requiredCaps...), capTrace)
 const DefaultRequestTimeout = 10 * time.Second
 
 // frameSlack is what the ZMTP frame may carry beyond the largest envelope
-// (batch and envelope headers).
+// (batch and envelope headers). The node states its receive limit as the
+// largest frame it accepts (recvLimit + frameSlack, what its guarded
+// transport enforces); a sender keeps each envelope within the stated
+// limit less frameSlack (envelopeLimit).
 const frameSlack = 64 << 10
+
+// envelopeLimit is the largest envelope a sender puts in a frame for a
+// peer that stated frameLimit (Identity.RecvLimit): frameLimit less
+// frameSlack, or half of it when it is under 2×frameSlack.
+func envelopeLimit(frameLimit uint64) uint64 {
+	if frameLimit < 2*frameSlack {
+		return frameLimit / 2
+	}
+	return frameLimit - frameSlack
+}
 
 var errSendQueueFull = fmt.Errorf("%w: send queue to peer full (SendHWM)", wire.ErrBusy)
 
@@ -396,7 +409,7 @@ func (n *Node) identity() wire.Identity {
 		Mesh: n.cfg.Mesh, RID: n.rid, Generation: n.gen, Revision: v.revision,
 		ObjectRole: uint8(n.cfg.ObjectRole), Servers: v.weights,
 		SecurityIdentity: n.trust.SecurityIdentity(), Endpoint: n.endpoint,
-		Protocol: wire.ProtocolVersion, Capabilities: announcedCaps, RecvLimit: n.recvLimit,
+		Protocol: wire.ProtocolVersion, Capabilities: announcedCaps, RecvLimit: n.recvLimit + frameSlack,
 		Draining: v.state == NodeDraining,
 	}
 }

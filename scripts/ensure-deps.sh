@@ -5,7 +5,9 @@
 # script only makes sure the binaries exist. The dashboard's browser test
 # (test/ui_browser_test.go) runs a headless Chromium: Debian's
 # chromium-headless-shell, unless one is already there (or ZLINK_CHROMIUM
-# names one).
+# names one). The libzmq interoperability tests (test/interop) run Python
+# peers with /usr/bin/python3 and Debian's python3-zmq (libzmq) and
+# python3-msgpack: the python3 first on PATH may be another interpreter.
 set -euo pipefail
 
 need_apt=()
@@ -20,6 +22,8 @@ have_chromium() {
   return 1
 }
 have_chromium || need_apt+=(chromium-headless-shell)
+have_pyzmq() { /usr/bin/python3 -c 'import zmq, msgpack' >/dev/null 2>&1; }
+have_pyzmq || need_apt+=(python3-zmq python3-msgpack)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null 2>&1; then
@@ -37,4 +41,5 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 command -v redis-server >/dev/null 2>&1 || { echo "ensure-deps: redis-server still missing" >&2; exit 1; }
 command -v redis-cli >/dev/null 2>&1 || { echo "ensure-deps: redis-cli (redis-tools) still missing" >&2; exit 1; }
+have_pyzmq || { echo "ensure-deps: /usr/bin/python3 cannot import zmq and msgpack (apt-get install python3-zmq python3-msgpack)" >&2; exit 1; }
 have_chromium || { echo "ensure-deps: no headless Chromium (apt-get install chromium-headless-shell, or set ZLINK_CHROMIUM)" >&2; exit 1; }

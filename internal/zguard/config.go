@@ -52,7 +52,10 @@ type Config struct {
 	// holds a pending slot, not a free connection. Requires Inbound.
 	AwaitAuth bool
 	// AuthTimeout, with AwaitAuth, closes an accepted connection that is
-	// not authenticated within it of its accept (ErrNotAuthenticated).
+	// not authenticated within it of its accept (ErrNotAuthenticated). It
+	// also bounds how long a closed connection that delivered messages to
+	// the owner (Inbound.ReadDirect) holds its identity when the owner
+	// does not let it go (Inbound.Disconnect).
 	// Default (0) 3×HandshakeTimeout: the ZMTP handshake, the silence
 	// before the first message (SpeakFirst) and the owner's own
 	// handshake, each bounded by HandshakeTimeout.

@@ -206,13 +206,14 @@ func (c *conn) onHandshakeCommand(body []byte) error {
 	if name != "READY" && name != "INITIATE" {
 		return nil
 	}
-	c.mu.Lock()
-	c.identity = identity
-	c.mu.Unlock()
-	if c.ln != nil && identity != "" {
-		if err := c.ln.claim(identity, c); err != nil {
+	if c.ln != nil {
+		if _, err := c.ln.identify(c, identity); err != nil {
 			return err
 		}
+	} else {
+		c.mu.Lock()
+		c.identity = identity
+		c.mu.Unlock()
 	}
 	c.handshakeDone.Store(true)
 	c.rp.capture = false
@@ -409,8 +410,8 @@ func (c *conn) closeWith(reason error, rejected bool) {
 	// reader sees io.EOF at a record boundary), and none can block here.
 	var te *TLSError
 	switch {
-	case rejected && errors.As(reason, &te):
-		lingerClose(c.tcp) // let our TLS alert or ZMTP signature reach the peer
+	case rejected && (errors.As(reason, &te) || errors.Is(reason, ErrDuplicateIdentity)):
+		lingerClose(c.tcp) // let our TLS alert, ZMTP signature or ERROR reach the peer
 	case errors.Is(reason, ErrDisconnected):
 		lingerClose(c.tcp) // the refusal just written must reach the peer
 	case rejected || !errors.Is(reason, ErrClosedLocally) || !c.tlsUp.Load():

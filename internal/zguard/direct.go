@@ -114,9 +114,9 @@ func (o *Outbound) Send(frame []byte) error {
 // Recv reads the next message from the dialed connection on the caller's
 // goroutine (one goroutine at a time). A message of several frames is
 // skipped and reported as ErrMultipart (the connection stays usable); ZMTP
-// commands are skipped. Any other error ends the connection: io.EOF when
-// the peer closed it, a guard's error (ErrFrameTooLarge) when it broke a
-// limit, or a net error.
+// commands are skipped, a PING answered with a PONG. Any other error ends
+// the connection: io.EOF when the peer closed it, a guard's error
+// (ErrFrameTooLarge) when it broke a limit, or a net error.
 func (o *Outbound) Recv() ([]byte, error) {
 	o.mu.Lock()
 	c := o.c
@@ -151,13 +151,16 @@ func (c *conn) readMessage() ([]byte, error) {
 			size = binary.BigEndian.Uint64(h[1:])
 		}
 		_, _ = c.br.Discard(hl)
-		if flags&flagCommand != 0 || multipart || flags&flagMore != 0 {
+		if flags&flagCommand != 0 {
+			if err := c.skipCommand(size); err != nil { // answers a PING
+				return nil, err
+			}
+			continue
+		}
+		if multipart || flags&flagMore != 0 {
 			// Not ours: skip the body without keeping it.
 			if _, err := c.br.Discard(int(size)); err != nil {
 				return nil, c.failRead(err, false)
-			}
-			if flags&flagCommand != 0 {
-				continue
 			}
 			multipart = flags&flagMore != 0
 			if multipart {

@@ -25,9 +25,10 @@
 // zguard registers the transport "zgtcp" (Register) whose connections fix
 // these below zmq4: the listener hands zmq4 only connections whose
 // handshake it can finish without waiting — it has read the peer's
-// greeting, sent the listener's own (the bytes zmq4 then writes are
-// swallowed: the same 64), and read the peer's READY — so zmq4's accept
-// loop never waits on a peer; every connection keeps a read deadline
+// signature, sent the listener's greeting (the bytes zmq4 then writes are
+// swallowed: the same 64), read the rest of the peer's greeting (libzmq
+// sends it in stages, each after the listener's), and read the peer's
+// READY — so zmq4's accept loop never waits on a peer; every connection keeps a read deadline
 // until the peer's READY command has been read, and is closed at that
 // deadline when zmq4 stopped reading it before; writes are buffered and
 // flushed per complete ZMTP message with a write deadline, so a stuck
@@ -35,7 +36,15 @@
 // frame header is checked against Config.MaxFrame before zmq4 sees its
 // length; the handshake READY is validated — well-formed properties and a
 // Socket-Type zmq4 knows — and its Identity property must be unique among
-// the live connections of one listener.
+// the live connections of one listener: a READY claiming a held identity
+// waits for it (half the handshake timeout; with direct reads a closed
+// connection that delivered messages holds its identity until the owner's
+// Inbound.Disconnect), then is answered with a ZMTP ERROR command (reason
+// "300", ZAP's temporary error) before zmq4 sees the connection, and
+// closed; an empty one gets a
+// generated identity (a zero byte and a 32-bit counter, as libzmq's ROUTER
+// does), the one ConnEvent, Received and Inbound use (zmq4's own ROUTER
+// queue names such a peer by a UUID of its own).
 //
 // # Before authentication
 //
@@ -100,17 +109,21 @@
 //
 // # What it must not touch
 //
-// zguard knows ZMTP 3 framing (greeting, frame headers, the READY command)
-// and nothing above it: it knows nothing of RouteMesh, the wire envelope
-// protocol, peers' application identities or reconnect policy. It never
-// consumes ZMTP frames, and sends none of its own: every byte zmq4 or a
-// direct send writes reaches the peer unchanged (inside TLS when
-// configured), a direct send never starts inside a message zmq4 is
-// writing (ErrMidMessage), and every byte zmq4 or a direct read reads
-// comes from the peer unchanged, or the connection is closed. A
-// listener writes zmq4's greeting before zmq4 does (byte for byte the
-// same; zmq4's copy is dropped, and a different one fails the
-// connection). The two things it writes of its own: a plaintext listener answers a TLS ClientHello
+// zguard knows ZMTP 3 framing (greeting, frame headers, the READY, ERROR,
+// PING and PONG commands) and nothing above it: it knows nothing of
+// RouteMesh, the wire envelope protocol, peers' application identities or
+// reconnect policy. Every byte zmq4 or a direct send writes reaches the
+// peer unchanged (inside TLS when configured), a direct send never starts
+// inside a message zmq4 is writing (ErrMidMessage), and every byte zmq4
+// or a direct read reads comes from the peer unchanged, or the connection
+// is closed; a direct read consumes the ZMTP commands it meets (zmq4 would
+// too). A listener writes zmq4's greeting before zmq4 does (byte for byte
+// the same; zmq4's copy is dropped, and a different one fails the
+// connection). What it writes of its own: a direct read answers a PING
+// with a PONG carrying the PING's context (ZMTP 3.1; libzmq with
+// ZMQ_HEARTBEAT_IVL drops a connection whose PINGs go unanswered), between
+// two messages; a listener refuses a duplicate identity with an ERROR
+// command (above); a plaintext listener answers a TLS ClientHello
 // with the 10-byte ZMTP signature before closing, so the TLS side learns
 // at once that it reached a plaintext port; a TLS listener answers a
 // plaintext ZMTP greeting with a TLS alert record before closing, so the

@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"os"
@@ -44,7 +46,14 @@ type listener struct {
 	closed  bool
 	book    *pendingBook
 	pending map[*conn]struct{} // admitted by book, handshake not ended
-	live    map[string]*conn   // identity → conn that announced it
+	live    map[string]*conn   // identity → conn that announced it (or was given it)
+	nextID  atomic.Uint32      // the last identity generated (identify)
+	// released is closed and replaced when a closed conn's identity is
+	// let go (release).
+	released chan struct{}
+	// heldStrangers: the closed conns not authenticated (AwaitAuth) whose
+	// identity is held (forget); at most MaxPendingHandshakes.
+	heldStrangers map[*conn]struct{}
 }
 
 var _ net.Listener = (*listener)(nil)
@@ -63,7 +72,11 @@ func listen(ctx context.Context, addr string, cfg Config) (*listener, error) {
 			reserved: cfg.ReservedForKnown}),
 		pending: make(map[*conn]struct{}),
 		live:    make(map[string]*conn),
+
+		released:      make(chan struct{}),
+		heldStrangers: make(map[*conn]struct{}),
 	}
+	l.nextID.Store(rand.Uint32())
 	if cfg.Inbound != nil {
 		cfg.Inbound.add(l)
 	}
@@ -165,8 +178,8 @@ func (l *listener) refuse(raw net.Conn, reason error) {
 }
 
 // greet runs c's pre-handshake: the TLS handshake (with TLS), the peer's
-// greeting, ours, and the peer's READY read ahead; then it hands c to
-// Accept.
+// signature, our greeting, the rest of the peer's, and the peer's READY
+// read ahead; then it hands c to Accept.
 func (l *listener) greet(c *conn) {
 	defer l.wg.Done()
 	if c.tc != nil {
@@ -198,7 +211,21 @@ func (l *listener) greet(c *conn) {
 		l.refuseTLS(c)
 		return
 	}
+	// The staged greeting of ZMTP 3 (libzmq): the peer sends its 10-byte
+	// signature and waits for ours before it sends its version, and its
+	// version before the rest. Ours goes out whole once the peer's
+	// signature is valid; the rest of the peer's is checked when it came.
 	if err == nil {
+		g, err = c.br.Peek(signatureLen)
+	}
+	if err == nil && !validSignature(g) {
+		c.reject(ErrBadGreeting)
+		return
+	}
+	if err == nil {
+		if err := c.sendGreeting(); err != nil {
+			return // failWrite closed c
+		}
 		g, err = c.br.Peek(greetingLen)
 	}
 	switch {
@@ -211,13 +238,14 @@ func (l *listener) greet(c *conn) {
 		c.reject(ErrBadGreeting)
 		return
 	}
-	if err := c.sendGreeting(); err != nil {
-		return // failWrite closed c
-	}
-	if err := c.readAheadReady(); err != nil {
+	ready, err := c.readAheadReady()
+	if err != nil {
 		c.rmu.Lock()
 		_ = c.failRead(err, false)
 		c.rmu.Unlock()
+		return
+	}
+	if ready != nil && !l.identifyAhead(c, ready) {
 		return
 	}
 	t := time.NewTimer(time.Until(c.deadline))
@@ -298,15 +326,48 @@ func (l *listener) handshakeEnded(c *conn) {
 	l.mu.Unlock()
 }
 
-// forget drops every trace of the closed conn c.
+// forget drops every trace of the closed conn c, except one: the identity
+// of a conn that delivered messages to its owner (direct reads) stays
+// held until the owner lets it go (Inbound.Disconnect), at most
+// AuthTimeout (with AwaitAuth, a conn not authenticated only while fewer
+// than MaxPendingHandshakes such are held). The owner keys its state by identity: a new connection
+// that reused the identity at once would otherwise have its first
+// message taken for the old connection's, and the owner's Disconnect of
+// the old one would close it. Meanwhile a new connection claiming it is
+// refused as a duplicate (ERROR 300: libzmq retries).
 func (l *listener) forget(c *conn, identity string) {
 	l.mu.Lock()
 	if _, ok := l.pending[c]; ok {
 		delete(l.pending, c)
 		l.book.release(c.src, c.known)
 	}
+	hold := false
 	if identity != "" && l.live[identity] == c {
-		delete(l.live, identity)
+		hold = c.direct && c.spoke.Load() && !l.closed
+		if hold && c.cfg.AwaitAuth && !c.authed.Load() {
+			// Not authenticated: held only while few are, so strangers
+			// that connect, speak and leave cannot grow the map.
+			if hold = len(l.heldStrangers) < c.cfg.MaxPendingHandshakes; hold {
+				l.heldStrangers[c] = struct{}{}
+			}
+		}
+		if !hold {
+			l.dropLocked(identity)
+		}
+	}
+	l.mu.Unlock()
+	if hold {
+		time.AfterFunc(l.cfg.AuthTimeout, func() { l.release(identity, c) })
+	}
+}
+
+// release lets identity go if the closed conn c still holds it (forget),
+// and wakes the conns waiting for it (identifyWaiting).
+func (l *listener) release(identity string, c *conn) {
+	l.mu.Lock()
+	if l.live[identity] == c {
+		l.dropLocked(identity)
+		delete(l.heldStrangers, c)
 	}
 	l.mu.Unlock()
 }
@@ -366,12 +427,18 @@ func (in *Inbound) lookup(identity string) (*listener, *conn) {
 // Disconnect closes the inbound connection that announced identity, after
 // what was written to it (a refusal) has gone out. It reports whether one
 // was found.
+//
+// It also lets the identity go: once a connection that delivered messages
+// has closed, its identity stays held until its owner disconnects it (or
+// AuthTimeout passes), so a new connection with the same identity is
+// never taken for the old one.
 func (in *Inbound) Disconnect(identity string) bool {
-	_, c := in.lookup(identity)
+	l, c := in.lookup(identity)
 	if c == nil {
 		return false
 	}
 	c.closeWith(ErrDisconnected, false)
+	l.release(identity, c)
 	return true
 }
 
@@ -421,7 +488,9 @@ func allZero(b []byte) bool {
 }
 
 // sendGreeting writes serverGreeting ahead of zmq4, which then writes the
-// same bytes (swallowed). The peer sends its READY only after our greeting.
+// same bytes (swallowed). A libzmq peer sends the rest of its greeting only
+// after our signature and version, and every peer its READY only after
+// our greeting.
 func (c *conn) sendGreeting() error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
@@ -437,29 +506,158 @@ func (c *conn) sendGreeting() error {
 
 // readAheadReady waits until the peer's first command (its READY) is
 // buffered whole, under the handshake deadline, so zmq4's handshake finds
-// every byte it reads already there. A first frame that is no command, or
-// is larger than the limit or the buffer, is left to the frame checks of
-// Read.
-func (c *conn) readAheadReady() error {
+// every byte it reads already there, and returns the command's body (still
+// buffered: zmq4 reads it). A first frame that is no command, or is larger
+// than the limit or the buffer, is left to the frame checks of Read (nil
+// body).
+func (c *conn) readAheadReady() ([]byte, error) {
 	h, err := c.br.Peek(greetingLen + 1)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	flags := h[greetingLen]
 	hl := headerLen(flags)
 	if h, err = c.br.Peek(greetingLen + hl); err != nil {
-		return err
+		return nil, err
 	}
 	if flags&flagCommand == 0 {
-		return nil
+		return nil, nil
 	}
 	size := uint64(h[greetingLen+1])
 	if hl == maxHeaderLen {
 		size = binary.BigEndian.Uint64(h[greetingLen+1:])
 	}
 	if size > handshakeCmdLimit || uint64(greetingLen+hl)+size > uint64(c.br.Size()) {
-		return nil
+		return nil, nil
 	}
-	_, err = c.br.Peek(greetingLen + hl + int(size))
-	return err
+	h, err = c.br.Peek(greetingLen + hl + int(size))
+	if err != nil {
+		return nil, err
+	}
+	return h[greetingLen+hl:], nil
+}
+
+// identifyAhead gives c its identity from the READY read ahead, before
+// zmq4 sees the connection (identify); it reports whether c goes on. A
+// malformed READY is refused as Read would refuse it. A peer whose
+// identity a live connection holds is told so with a ZMTP ERROR command
+// (errDuplicateReason) before the close: zmq4 has not sent its READY yet,
+// so the peer's handshake fails (libzmq reports
+// ZMQ_EVENT_HANDSHAKE_FAILED_AUTH with status 300 to its socket monitor).
+func (l *listener) identifyAhead(c *conn, ready []byte) bool {
+	name, identity, err := sniffCommand(ready)
+	if err != nil {
+		c.reject(err)
+		return false
+	}
+	if name != "READY" {
+		return true // zmq4 refuses it
+	}
+	if _, err := l.identifyWaiting(c, identity); err != nil {
+		if !errors.Is(err, ErrDuplicateIdentity) {
+			c.reject(err)
+			return false
+		}
+		c.wmu.Lock()
+		if c.werr == nil {
+			_, _ = c.writeLocked(errorCommand(errDuplicateReason))
+		}
+		c.wmu.Unlock()
+		c.reject(err)
+		return false
+	}
+	return true
+}
+
+// errDuplicateReason is the reason of the ZMTP ERROR command that refuses
+// an identity a live connection holds: ZAP's status code for a temporary
+// error (RFC 27), which libzmq reports as an authentication failure with
+// that status; the identity may be free again later.
+const errDuplicateReason = "300"
+
+// errorCommand is a ZMTP ERROR command frame with reason (≤ 255 bytes).
+func errorCommand(reason string) []byte {
+	body := append([]byte("\x05ERROR"), byte(len(reason)))
+	body = append(body, reason...)
+	return append([]byte{flagCommand, byte(len(body))}, body...)
+}
+
+// identifyWaiting is identify for a conn in its pre-handshake. While
+// another conn holds the identity it waits for it to be let go, at most
+// half the handshake timeout: a peer that reconnects at once with the same
+// identity comes before its old connection's close was read, or before
+// the owner let a closed one go (forget). A holder still there then is an
+// error matching ErrDuplicateIdentity.
+func (l *listener) identifyWaiting(c *conn, announced string) (string, error) {
+	t := time.NewTimer(time.Until(c.deadline.Add(-c.cfg.HandshakeTimeout / 2)))
+	defer t.Stop()
+	for {
+		released := l.releasedCh()
+		id, err := l.identify(c, announced)
+		if err == nil || !errors.Is(err, ErrDuplicateIdentity) {
+			return id, err
+		}
+		select {
+		case <-released:
+			c.mu.Lock()
+			c.identity = "" // not claimed: identify tries again
+			c.mu.Unlock()
+		case <-t.C:
+			return "", err
+		case <-c.closedCh:
+			return "", ErrClosedLocally
+		case <-l.done:
+			return "", ErrClosedLocally
+		}
+	}
+}
+
+// releasedCh is closed when an identity is next let go.
+func (l *listener) releasedCh() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.released
+}
+
+// dropLocked lets identity go and wakes the conns waiting for it
+// (identifyWaiting). l.mu is held.
+func (l *listener) dropLocked(identity string) {
+	delete(l.live, identity)
+	close(l.released)
+	l.released = make(chan struct{})
+}
+
+// identify returns c's identity and claims it among the live connections:
+// the one its READY announced, or for an empty one a generated one (as
+// libzmq's ROUTER does: a zero byte and a 32-bit counter starting at a
+// random value; a peer cannot choose one that is live, it is refused). A
+// conn identified before (identifyAhead) keeps its identity. An identity a
+// live connection holds is an error matching ErrDuplicateIdentity.
+func (l *listener) identify(c *conn, announced string) (string, error) {
+	c.mu.Lock()
+	id := c.identity
+	c.mu.Unlock()
+	if id != "" {
+		return id, nil
+	}
+	if announced != "" {
+		err := l.claim(announced, c)
+		c.mu.Lock()
+		c.identity = announced // kept for ConnEvent even when refused
+		c.mu.Unlock()
+		if err != nil {
+			return "", fmt.Errorf("%w: %.64q", err, announced)
+		}
+		return announced, nil
+	}
+	for {
+		var g [5]byte
+		binary.BigEndian.PutUint32(g[1:], l.nextID.Add(1))
+		if l.claim(string(g[:]), c) == nil {
+			c.mu.Lock()
+			c.identity = string(g[:])
+			c.mu.Unlock()
+			return string(g[:]), nil
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 // ZMTP 3 framing constants.
 const (
 	greetingLen       = 64
+	signatureLen      = 10 // the greeting's signature: 0xFF, 8 bytes, 0x7F
 	flagMore          = 0x01
 	flagLong          = 0x02
 	flagCommand       = 0x04
@@ -191,7 +192,14 @@ func (p *frameParser) failure() error {
 
 // validGreeting reports whether g (64 bytes) carries the ZMTP signature.
 func validGreeting(g []byte) bool {
-	return len(g) >= greetingLen && g[0] == sigHeader && g[sigFooterAt] == sigFooter
+	return len(g) >= greetingLen && validSignature(g)
+}
+
+// validSignature reports whether g starts with the ZMTP 3 signature: 0xFF,
+// 8 bytes of padding (libzmq writes its routing-id length + 1 there, so
+// they are not checked), 0x7F.
+func validSignature(g []byte) bool {
+	return len(g) >= signatureLen && g[0] == sigHeader && g[sigFooterAt] == sigFooter
 }
 
 // sniffCommand decodes a command body. For READY and INITIATE (the commands

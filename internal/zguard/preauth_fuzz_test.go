@@ -14,7 +14,10 @@ import (
 // with arbitrary bytes and connection timings: the bytes go out in chunks
 // with pauses (cuts: one byte per chunk, its low 5 bits the chunk's size,
 // its high 3 bits the pause before it in 5 ms steps), and the client then
-// closes, half-closes, or waits for the listener. Whatever it does, its
+// closes, half-closes, or waits for the listener (ending % 3). With bit 2
+// of ending the client greets as libzmq does (the staged greeting of ZMTP
+// 3): it sends the first 10 bytes, waits for the listener's first 10, sends
+// the 11th, waits for the listener's 11th, then sends the rest as cut. Whatever it does, its
 // connection ends with a typed reason, and its pending slot is freed: the
 // listener has one slot in all, and a real peer from the same source
 // connects next. The seeds run in plain go test; run longer with
@@ -34,6 +37,10 @@ func FuzzListenerPreHandshake(f *testing.F) {
 		{cat(g, ready), nil, 2},                                        // a whole handshake, left to zmq4
 		{cat(g, longHeader(flagCommand, 1<<40)), nil, 1},               // a huge command, half-closed
 		{[]byte{0x16, 0x03, 0x01, 0x00, 0x05}, []byte{2, 0x60 | 3}, 2}, // a stalled ClientHello
+		{cat(g, ready), nil, 4 | 2},                                    // libzmq's staged greeting, handshake
+		{g[:10], nil, 4 | 2},                                           // a signature, then silent
+		{libzmqSignature(), nil, 4 | 0},                                // libzmq's signature, then closed
+		{cat(libzmqSignature(), g[10:], ready), []byte{3, 31}, 4 | 2},  // staged, then paced
 	} {
 		f.Add(s.data, s.cuts, s.ending, false)
 		f.Add(s.data, s.cuts, s.ending, true)
@@ -76,6 +83,9 @@ func FuzzListenerPreHandshake(f *testing.F) {
 		defer c.Close()
 		local := c.LocalAddr().String()
 		rest := data
+		if ending&4 != 0 {
+			rest = stagedGreeting(c, rest)
+		}
 		for _, cut := range cuts {
 			if len(rest) == 0 {
 				break
@@ -118,4 +128,41 @@ func FuzzListenerPreHandshake(f *testing.F) {
 		d := newDealer(t, s.dealer, id, s.addr)
 		_ = d.Close()
 	})
+}
+
+// stagedGreeting sends data's greeting as libzmq does, in stages: the
+// first 10 bytes, then (once the listener's first 10 came) the 11th, then
+// (once the listener's 11th came) nothing more: it returns what is left
+// to send. It stops early when the listener sends nothing in time or
+// closes.
+func stagedGreeting(c net.Conn, data []byte) []byte {
+	got := 0
+	buf := make([]byte, greetingLen)
+	for _, stage := range []int{signatureLen, signatureLen + 1} {
+		n := min(stage, len(data))
+		if _, err := c.Write(data[:n]); err != nil {
+			return nil
+		}
+		data = data[n:]
+		if n < stage || len(data) == 0 {
+			return data
+		}
+		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		for got < stage {
+			k, err := c.Read(buf[got:])
+			got += k
+			if err != nil {
+				_ = c.SetReadDeadline(time.Time{})
+				return data
+			}
+		}
+		_ = c.SetReadDeadline(time.Time{})
+	}
+	return data
+}
+
+// libzmqSignature is the first 10 bytes libzmq sends: its padding holds
+// the length of its routing id + 1 (here an empty one).
+func libzmqSignature() []byte {
+	return []byte{sigHeader, 0, 0, 0, 0, 0, 0, 0, 1, sigFooter}
 }
