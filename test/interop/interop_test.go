@@ -92,7 +92,7 @@ func startPeer(t *testing.T, scenario string, args map[string]any) *peerProc {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	cmd := exec.CommandContext(ctx, python, peerScript(t), scenario, string(js))
+	cmd := exec.CommandContext(ctx, python, "-B", peerScript(t), scenario, string(js)) // -B: no __pycache__ in the tree
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
