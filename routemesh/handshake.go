@@ -190,7 +190,7 @@ func (m *meshActor) closeHandshake(p *pipe, out handshake.Output) {
 		m.dropPipe(p, fmt.Errorf("%w: %s", wire.ErrPeerLost, out.Detail))
 		return
 	}
-	reason := toWire(out.Reason)
+	reason := out.Reason.OnWire()
 	n.cnt.handshakeRejects.Add(1)
 	if out.Send == handshake.FrameReject {
 		if out.Reason == handshake.Protocol {
@@ -214,40 +214,13 @@ func (m *meshActor) closeHandshake(p *pipe, out handshake.Output) {
 	m.dropPipe(p, &rejectError{reason: reason, detail: out.Detail, local: !out.ByPeer})
 }
 
-func toWire(r handshake.Reason) wire.RejectReason {
-	switch r {
-	case handshake.WrongMesh:
-		return wire.RejectWrongMesh
-	case handshake.WrongRID:
-		return wire.RejectWrongRID
-	case handshake.AuthFailed:
-		return wire.RejectAuth
-	case handshake.Version:
-		return wire.RejectVersion
-	case handshake.Capability:
-		return wire.RejectCapability
-	case handshake.RIDCollision:
-		return wire.RejectRIDCollision
-	case handshake.StaleGeneration:
-		return wire.RejectStaleGeneration
-	case handshake.NotRequired:
-		return wire.RejectNotRequired
-	case handshake.Duplicate:
-		return wire.RejectDuplicate
-	case handshake.ShuttingDown:
-		return wire.RejectShuttingDown
-	default:
-		return wire.RejectProtocol
-	}
-}
-
+// fromWire reads a peer's Reject reason: one a Reject frame carries, or
+// RejectProtocol for anything else (a local reason, an unknown value).
 func fromWire(r wire.RejectReason) handshake.Reason {
-	for hr := handshake.WrongMesh; hr <= handshake.ShuttingDown; hr++ {
-		if hr != handshake.Protocol && hr != handshake.Timeout && hr != handshake.NoIntent && toWire(hr) == r {
-			return hr
-		}
+	if r.OnWire() != r {
+		return handshake.Protocol
 	}
-	return handshake.Protocol
+	return r
 }
 
 // logReject logs a refusal a person must act on (authentication, RID

@@ -7,19 +7,23 @@ import (
 	"github.com/zlink-go/zlink/wire"
 )
 
-// Every reject reason on the wire maps to a handshake reason and back.
+// One reason enum: every reason a Reject frame carries reads back as
+// itself; a local reason goes out as protocol, and a peer's local or
+// unknown reason reads as protocol.
 func TestHandshake_RejectReasonsRoundTrip(t *testing.T) {
 	for r := wire.RejectWrongMesh; r <= wire.RejectProtocol; r++ {
-		if got := toWire(fromWire(r)); got != r {
-			t.Errorf("%v → %v → %v", r, fromWire(r), got)
+		if got := fromWire(r.OnWire()); got != r {
+			t.Errorf("%v → %v → %v", r, r.OnWire(), got)
 		}
 	}
-	if fromWire(wire.RejectReason(200)) != handshake.Protocol {
-		t.Error("an unknown reject reason is not a protocol error")
+	for _, r := range []wire.RejectReason{200, wire.RejectTimeout, wire.RejectNoIntent, wire.RejectOldGenerationAlive} {
+		if fromWire(r) != handshake.Protocol {
+			t.Errorf("a peer's reason %v is not read as a protocol error", r)
+		}
 	}
-	for _, r := range []handshake.Reason{handshake.Timeout, handshake.NoIntent} {
-		if toWire(r) != wire.RejectProtocol {
-			t.Errorf("%v → %v, want protocol", r, toWire(r))
+	for _, r := range []handshake.Reason{handshake.Timeout, handshake.NoIntent, wire.RejectOldGenerationAlive} {
+		if r.OnWire() != wire.RejectProtocol {
+			t.Errorf("%v → %v, want protocol", r, r.OnWire())
 		}
 	}
 }

@@ -136,7 +136,9 @@ type Reject struct {
 	Detail string // human-readable, for logs
 }
 
-// RejectReason says why a handshake was refused.
+// RejectReason says why a handshake was refused, or why a connection
+// did not become ready: the one reason enum of the admission and
+// handshake machines and of the Reject frame.
 type RejectReason uint8
 
 // Reject reasons. Values are part of the protocol: append only.
@@ -153,8 +155,31 @@ const (
 	RejectShuttingDown
 	RejectProtocol
 
+	// Local reasons: a node decides them and never sends them (a Reject
+	// frame carries RejectProtocol instead: OnWire); a peer that sends one
+	// is read as RejectProtocol.
+
+	// RejectTimeout: the handshake did not finish in time.
+	RejectTimeout
+	// RejectNoIntent: an outbound pipe whose dialing intent was withdrawn
+	// or superseded.
+	RejectNoIntent
+	// RejectOldGenerationAlive: a new lifecycle of a peer waits for
+	// liveness to confirm that the old one is gone.
+	RejectOldGenerationAlive
+
 	rejectEnd
+	rejectSentEnd = RejectProtocol + 1 // one past the reasons a Reject frame carries
 )
+
+// OnWire is the reason a Reject frame carries for r: r itself, or
+// RejectProtocol for a local reason.
+func (r RejectReason) OnWire() RejectReason {
+	if r >= 1 && r < rejectSentEnd {
+		return r
+	}
+	return RejectProtocol
+}
 
 var rejectNames = [...]string{
 	RejectWrongMesh:       "wrong_mesh",
@@ -168,6 +193,10 @@ var rejectNames = [...]string{
 	RejectStaleGeneration: "stale_generation",
 	RejectShuttingDown:    "shutting_down",
 	RejectProtocol:        "protocol",
+
+	RejectTimeout:            "timeout",
+	RejectNoIntent:           "no_intent",
+	RejectOldGenerationAlive: "old_generation_alive",
 }
 
 func (r RejectReason) String() string {

@@ -420,7 +420,7 @@ func TestEnums_String(t *testing.T) {
 		}
 		seen[n] = true
 	}
-	if len(names) != 8+5+11 {
+	if len(names) != 8+5+14 {
 		t.Fatalf("enum sizes changed: %d names", len(names))
 	}
 	if Kind(0).String() != "kind(0)" || FrameType(99).String() != "frame(99)" || RejectReason(0).String() != "reject(0)" {

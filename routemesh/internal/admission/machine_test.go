@@ -361,7 +361,7 @@ func TestEnumStrings(t *testing.T) {
 	for v := Accept; v <= Defer; v++ {
 		seen[v.String()] = true
 	}
-	for r := WrongMesh; r <= NoIntent; r++ {
+	for _, r := range []Reason{WrongMesh, WrongRID, AuthFailed, Version, Capability, RIDCollision, StaleGeneration, OldGenerationAlive, NotRequiredPair, DuplicatePipe, NoIntent} {
 		seen["r:"+r.String()] = true
 	}
 	for o := RoleNone; o <= RoleServer; o++ {
@@ -370,7 +370,7 @@ func TestEnumStrings(t *testing.T) {
 	if len(seen) != 6+11+3 {
 		t.Fatalf("enum strings not distinct: %v", seen)
 	}
-	if Verdict(0).String() != "verdict(0)" || Reason(99).String() != "reason(99)" || ObjectRole(0).String() != "object-role(0)" {
+	if Verdict(0).String() != "verdict(0)" || Reason(99).String() != "reject(99)" || ObjectRole(0).String() != "object-role(0)" {
 		t.Fatal("unknown values not rendered")
 	}
 }

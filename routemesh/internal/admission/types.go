@@ -1,6 +1,10 @@
 package admission
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/zlink-go/zlink/wire"
+)
 
 // ObjectRole is a MeshNode's Spot role as proved in the handshake.
 type ObjectRole uint8
@@ -113,70 +117,39 @@ func (v Verdict) String() string {
 	}
 }
 
-// Reason explains a verdict other than Accept. The zero Reason accompanies
-// Accept.
-type Reason uint8
+// Reason explains a verdict other than Accept (the one reason enum of
+// the handshake, shared with the Reject frame). The zero Reason
+// accompanies Accept.
+type Reason = wire.RejectReason
 
 const (
 	// WrongMesh: the remote belongs to another MeshName.
-	WrongMesh Reason = 1 + iota
+	WrongMesh = wire.RejectWrongMesh
 	// WrongRID: the remote RID differs from the intent's expected RID.
-	WrongRID
+	WrongRID = wire.RejectWrongRID
 	// AuthFailed: not authenticated, or a different security identity.
-	AuthFailed
+	AuthFailed = wire.RejectAuth
 	// Version: a different protocol version.
-	Version
+	Version = wire.RejectVersion
 	// Capability: a required capability is missing on the remote.
-	Capability
+	Capability = wire.RejectCapability
 	// RIDCollision: the remote claims the local RID.
-	RIDCollision
+	RIDCollision = wire.RejectRIDCollision
 	// StaleGeneration: generation 0, or not the generation the intent
 	// expects.
-	StaleGeneration
+	StaleGeneration = wire.RejectStaleGeneration
 	// OldGenerationAlive: a new generation waits for liveness to confirm
 	// that the old one is gone.
-	OldGenerationAlive
+	OldGenerationAlive = wire.RejectOldGenerationAlive
 	// NotRequiredPair: both sides are Object Clients without any Channel
 	// Server membership.
-	NotRequiredPair
+	NotRequiredPair = wire.RejectNotRequired
 	// DuplicatePipe: a second pipe to the same peer lifecycle.
-	DuplicatePipe
+	DuplicatePipe = wire.RejectDuplicate
 	// NoIntent: an outbound pipe without a live intent (none, or one
 	// superseded by a newer configuration generation).
-	NoIntent
+	NoIntent = wire.RejectNoIntent
 )
-
-// String returns the reason's lower-case name ("none" for the zero Reason).
-func (r Reason) String() string {
-	switch r {
-	case 0:
-		return "none"
-	case WrongMesh:
-		return "wrong mesh"
-	case WrongRID:
-		return "wrong rid"
-	case AuthFailed:
-		return "auth failed"
-	case Version:
-		return "version"
-	case Capability:
-		return "capability"
-	case RIDCollision:
-		return "rid collision"
-	case StaleGeneration:
-		return "stale generation"
-	case OldGenerationAlive:
-		return "old generation alive"
-	case NotRequiredPair:
-		return "not required"
-	case DuplicatePipe:
-		return "duplicate pipe"
-	case NoIntent:
-		return "no intent"
-	default:
-		return "reason(" + strconv.Itoa(int(r)) + ")"
-	}
-}
 
 // Decision is what the driver must do with an admitted pipe.
 type Decision struct {

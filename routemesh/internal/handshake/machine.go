@@ -176,29 +176,12 @@ func (m *Machine) apply(d admission.Decision) (Output, bool) {
 
 func reasonOf(r admission.Reason) Reason {
 	switch r {
-	case admission.WrongMesh:
-		return WrongMesh
-	case admission.WrongRID:
-		return WrongRID
-	case admission.AuthFailed:
-		return AuthFailed
-	case admission.Version:
-		return Version
-	case admission.Capability:
-		return Capability
-	case admission.RIDCollision:
-		return RIDCollision
-	case admission.StaleGeneration, admission.OldGenerationAlive:
-		return StaleGeneration
-	case admission.NotRequiredPair:
-		return NotRequired
-	case admission.DuplicatePipe:
-		return Duplicate
-	case admission.NoIntent:
-		return NoIntent
-	default:
+	case admission.OldGenerationAlive:
+		return StaleGeneration // on the wire: the old lifecycle still holds its place
+	case 0:
 		return Protocol
 	}
+	return r
 }
 
 func (m *Machine) learn(remote admission.Identity) {

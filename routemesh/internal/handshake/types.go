@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/zlink-go/zlink/routemesh/internal/admission"
+	"github.com/zlink-go/zlink/wire"
 )
 
 // State is where one pipe's handshake is.
@@ -92,73 +93,41 @@ func (f Frame) String() string {
 	}
 }
 
-// Reason says why a handshake ended without a ready connection.
-type Reason uint8
+// Reason says why a handshake ended without a ready connection (the one
+// reason enum of the handshake, shared with admission and the Reject
+// frame).
+type Reason = wire.RejectReason
 
 const (
 	// WrongMesh: the peer belongs to another MeshName.
-	WrongMesh Reason = 1 + iota
+	WrongMesh = wire.RejectWrongMesh
 	// WrongRID: the peer is not the RID the dialer expects.
-	WrongRID
+	WrongRID = wire.RejectWrongRID
 	// AuthFailed: a proof failed or the security identity differs.
-	AuthFailed
+	AuthFailed = wire.RejectAuth
 	// Version: another protocol version.
-	Version
+	Version = wire.RejectVersion
 	// Capability: a required capability is missing.
-	Capability
+	Capability = wire.RejectCapability
 	// RIDCollision: the peer claims the local RID.
-	RIDCollision
+	RIDCollision = wire.RejectRIDCollision
 	// StaleGeneration: a generation that is not the expected one, or a new
 	// generation while the old one's connection is still alive.
-	StaleGeneration
+	StaleGeneration = wire.RejectStaleGeneration
 	// NotRequired: both sides are Object Clients without Channel Server
 	// membership. Terminal for the intent; not a failure.
-	NotRequired
+	NotRequired = wire.RejectNotRequired
 	// Duplicate: the arbiter already has a ready pipe to this lifecycle.
-	Duplicate
+	Duplicate = wire.RejectDuplicate
 	// Protocol: a frame out of order or malformed.
-	Protocol
+	Protocol = wire.RejectProtocol
 	// Timeout: the handshake did not finish in time.
-	Timeout
+	Timeout = wire.RejectTimeout
 	// NoIntent: an outbound pipe whose intent was withdrawn or superseded.
-	NoIntent
+	NoIntent = wire.RejectNoIntent
 	// ShuttingDown: the peer no longer admits connections.
-	ShuttingDown
+	ShuttingDown = wire.RejectShuttingDown
 )
-
-// String returns the reason's lower-case name.
-func (r Reason) String() string {
-	switch r {
-	case WrongMesh:
-		return "wrong mesh"
-	case WrongRID:
-		return "wrong rid"
-	case AuthFailed:
-		return "auth failed"
-	case Version:
-		return "version"
-	case Capability:
-		return "capability"
-	case RIDCollision:
-		return "rid collision"
-	case StaleGeneration:
-		return "stale generation"
-	case NotRequired:
-		return "not required"
-	case Duplicate:
-		return "duplicate"
-	case Protocol:
-		return "protocol"
-	case Timeout:
-		return "timeout"
-	case NoIntent:
-		return "no intent"
-	case ShuttingDown:
-		return "shutting down"
-	default:
-		return "reason(" + strconv.Itoa(int(r)) + ")"
-	}
-}
 
 // EventKind is what happened on the pipe.
 type EventKind uint8
