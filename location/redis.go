@@ -138,10 +138,12 @@ func (r *Redis) Close() error {
 	return nil
 }
 
-// opCtx bounds an operation: a ctx without deadline gets cfg.OpTimeout.
+// opCtx bounds an operation: a ctx without deadline gets cfg.OpTimeout; a
+// ctx with one is used as it is (a context per store step costs an
+// allocation and a registration with its parent for nothing).
 func (r *Redis) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	if _, ok := ctx.Deadline(); ok {
-		return context.WithCancel(ctx)
+		return ctx, func() {}
 	}
 	return context.WithTimeout(ctx, r.cfg.OpTimeout)
 }
