@@ -138,12 +138,10 @@ func (r *Redis) Close() error {
 	return nil
 }
 
-// opCtx bounds an operation: a ctx without deadline gets cfg.OpTimeout; a
-// ctx with one is used as it is (a context per store step costs an
-// allocation and a registration with its parent for nothing).
+// opCtx bounds an operation: a ctx without deadline gets cfg.OpTimeout.
 func (r *Redis) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	if _, ok := ctx.Deadline(); ok {
-		return ctx, func() {}
+		return context.WithCancel(ctx)
 	}
 	return context.WithTimeout(ctx, r.cfg.OpTimeout)
 }
