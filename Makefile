@@ -67,13 +67,16 @@ bench: build
 # bench-compare runs ZLink against Proto.Actor remote, raw zmq4 and raw TCP
 # with every server in a process of its own (about 6 min), writes
 # bench/results/<date>.json and regenerates the compare region of
-# docs/benchmarks.md and its charts in docs/img/. QUICK=1: a short run that
-# leaves the docs alone. PROFILE=1: CPU and allocation profiles of every
-# process, next to the JSON.
+# docs/benchmarks.md and its charts in docs/img/; then a ZLink Spot against a
+# Proto.Actor cluster grain, two processes each (about 2 min; <date>-spots.json,
+# the spots-compare region). QUICK=1: short runs that leave the docs alone.
+# PROFILE=1: CPU and allocation profiles of every process, next to the JSON.
 COMPARE_JSON ?= bench/results/$(shell date +%Y-%m-%d).json
 bench-compare: build
 	PROFILE=$(PROFILE) ./$(BIN) bench compare --json $(COMPARE_JSON) \
 		$(if $(QUICK),--quick,--docs docs/benchmarks.md --img docs/img)
+	PROFILE=$(PROFILE) ./$(BIN) bench compare --spots --json $(COMPARE_JSON:.json=-spots.json) \
+		$(if $(QUICK),--quick,--docs docs/benchmarks.md)
 
 demo: build
 	./$(BIN) demo

@@ -246,6 +246,19 @@ if n > tonumber(ARGV[1]) then return {'big', v, e, tostring(n)} end
 return {'ok', v, e, redis.call('HGET', KEYS[1], 'd')}
 `)
 
+// spotClaimViewScript is spotRecordScript and spotStateEpochScript in one
+// step: KEYS[1] spot record, KEYS[2] its state (the same hash tag).
+// Returns {status, owner, gen, epoch} of the record (luaSpotRecord), then
+// the state's status ('none', 'ok' or 'corrupt') and epoch.
+var spotClaimViewScript = rueidis.NewLuaScriptReadOnly(luaSpotRecord + `
+local st, owner, gen, epoch = spotrec(KEYS[1])
+if redis.call('EXISTS', KEYS[2]) == 0 then return {st, owner, gen, epoch, 'none', ''} end
+local has = redis.pcall('HEXISTS', KEYS[2], 'd')
+if type(has) ~= 'number' then return {st, owner, gen, epoch, 'corrupt', ''} end
+if has == 0 then return {st, owner, gen, epoch, 'none', ''} end
+return {st, owner, gen, epoch, 'ok', clip(redis.call('HGET', KEYS[2], 'epoch') or '', 24)}
+`)
+
 // KEYS[1] spot state. Returns {} when there is no state (as
 // spotStateGetScript), {'ok', epoch} (clipped), or {'corrupt'} for a key
 // that is not a hash. The data is not read.

@@ -88,12 +88,17 @@ func TestRedis_CorruptSpotState(t *testing.T) {
 			}
 			_, err := e.store.GetSpotState(e.ctx, "m", "room", id)
 			_, eerr := e.store.SpotStateEpoch(e.ctx, "m", "room", id)
+			// What a claim reads: the record with the state's epoch, the
+			// same verdict on the state as the epoch read.
+			_, ve, verr := e.store.SpotRecordAndStateEpoch(e.ctx, "m", "room", id)
 			switch {
 			case tc.notFound:
-				if !errors.Is(err, location.ErrNotFound) || !errors.Is(eerr, location.ErrNotFound) {
-					t.Fatalf("read %v, epoch %v: want ErrNotFound", err, eerr)
+				if !errors.Is(err, location.ErrNotFound) || !errors.Is(eerr, location.ErrNotFound) || verr != nil || ve != 0 {
+					t.Fatalf("read %v, epoch %v, with the record %d %v: want ErrNotFound (epoch 0 with the record)", err, eerr, ve, verr)
 				}
 				return
+			case tc.epochOnly != (verr == nil) || (!tc.epochOnly && !errors.Is(verr, location.ErrCorrupt)):
+				t.Fatalf("epoch with the record: %d %v", ve, verr)
 			case !errors.Is(err, location.ErrCorrupt):
 				t.Fatalf("read: %v, want ErrCorrupt", err)
 			case tc.epochOnly && eerr != nil:

@@ -44,6 +44,16 @@ type SpotStates interface {
 	SpotStateEpoch(ctx context.Context, mesh, kind, id string) (uint64, error)
 }
 
+// SpotClaimReader is implemented by a store that keeps Spot states beside
+// their ownership records (Memory, Redis: under the record's hash tag): a
+// claim of a persistent Spot reads both in one step.
+type SpotClaimReader interface {
+	// SpotRecordAndStateEpoch reads the Spot's ownership record (as
+	// SpotDirectory.SpotRecord) and the Epoch of its persisted state (as
+	// SpotStates.SpotStateEpoch, 0 when there is none) in one round trip.
+	SpotRecordAndStateEpoch(ctx context.Context, mesh, kind, id string) (Ownership, uint64, error)
+}
+
 func validState(o Ownership, st SpotState) error {
 	if err := o.validateOwner(); err != nil {
 		return err
@@ -110,6 +120,19 @@ func (m *Memory) SpotStateEpoch(ctx context.Context, mesh, kind, id string) (uin
 		return 0, fmt.Errorf("%w: state of spot %s/%s in mesh %q", ErrNotFound, kind, id, mesh)
 	}
 	return st.Epoch, nil
+}
+
+// SpotRecordAndStateEpoch implements SpotClaimReader.
+func (m *Memory) SpotRecordAndStateEpoch(ctx context.Context, mesh, kind, id string) (Ownership, uint64, error) {
+	spot := Ownership{Mesh: mesh, Kind: kind, ID: id}
+	if err := spot.validateSpot(); err != nil {
+		return Ownership{}, 0, err
+	}
+	if err := m.lock(ctx); err != nil {
+		return Ownership{}, 0, err
+	}
+	defer m.mu.Unlock()
+	return m.recordLocked(spot), m.states[spotKey{mesh, kind, id}].Epoch, nil
 }
 
 // spotStateKey is the state's key: the record's hash tag, so one script
@@ -209,6 +232,47 @@ func (r *Redis) SpotStateEpoch(ctx context.Context, mesh, kind, id string) (uint
 		return 0, err
 	}
 	return e, nil
+}
+
+// SpotRecordAndStateEpoch implements SpotClaimReader: one read-only
+// script on the Spot's hash tag (spotClaimViewScript).
+func (r *Redis) SpotRecordAndStateEpoch(ctx context.Context, mesh, kind, id string) (Ownership, uint64, error) {
+	spot := Ownership{Mesh: mesh, Kind: kind, ID: id}
+	if err := spot.validateSpot(); err != nil {
+		return Ownership{}, 0, err
+	}
+	if err := r.check(); err != nil {
+		return Ownership{}, 0, err
+	}
+	ctx, cancel := r.opCtx(ctx)
+	defer cancel()
+	key := r.spotStateKey(mesh, kind, id)
+	reply, err := spotClaimViewScript.Exec(ctx, r.client, []string{r.spotKey(mesh, kind, id), key}, nil).AsStrSlice()
+	if err != nil {
+		return Ownership{}, 0, r.wrap("read spot record and state epoch", err)
+	}
+	if len(reply) != 6 {
+		return Ownership{}, 0, fmt.Errorf("zlink: redis spot claim view script: reply of %d fields", len(reply))
+	}
+	_, cur, err := r.spotReply(spot, reply[:4])
+	if err != nil {
+		return Ownership{}, 0, err
+	}
+	var e uint64
+	switch reply[4] {
+	case "none":
+		return cur, 0, nil
+	case "ok":
+		e, err = parseEpoch(reply[5])
+	default:
+		err = fmt.Errorf("not a hash (reply %.16q)", reply[4])
+	}
+	if err != nil {
+		err = corruptf("state of spot %s/%s: %w", kind, id, err)
+		r.corrupt.report(r.cfg.Logger, key, err)
+		return Ownership{}, 0, err
+	}
+	return cur, e, nil
 }
 
 // parseSpotState decodes spotStateGetScript's reply for an existing state.

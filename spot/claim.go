@@ -24,23 +24,38 @@ type claimResult struct {
 // claim runs the claim of (kind, id) step by step (rule R3): read the
 // record from the master, check the recorded owner's lease (tombstoning it
 // when gone), compare-and-set; activate only if the answer arrives while
-// this node's own lease is valid. Each step is one store call on one slot.
-// It runs on a store goroutine, never in an actor's turn.
+// this node's own lease is valid. Each step is one store call on one slot;
+// a persistent kind's first step reads the persisted state's epoch with
+// the record when the store keeps both (location.SpotClaimReader), so a
+// first call costs two round trips before the activation reads its state
+// (the record with the epoch, the compare-and-set). It runs on a store
+// goroutine, never in an actor's turn.
 func (rt *runtime) claim(kind, id string) claimResult {
 	mesh, rid := rt.n.Mesh(), rt.n.RID()
 	owner := fence.Unknown
 	var persisted uint64
+	var read *location.Ownership // the record, read with the state's epoch
 	if ks := rt.kinds[kind]; ks != nil && ks.reg.persist != nil {
 		// R3: the new epoch is above the persisted state's too, so epochs
-		// never go back even when the record was lost.
+		// never go back even when the record was lost. The epoch only, not
+		// the data.
 		ctx, cancel := rt.storeCtx()
-		e, err := rt.states.SpotStateEpoch(ctx, mesh, kind, id) // the epoch only, not the data
-		cancel()
-		switch {
-		case err == nil:
-			persisted = e
-		case !errors.Is(err, location.ErrNotFound):
-			return claimResult{err: err}
+		if rt.claimView != nil {
+			rec, e, err := rt.claimView.SpotRecordAndStateEpoch(ctx, mesh, kind, id)
+			cancel()
+			if err != nil {
+				return claimResult{err: err}
+			}
+			persisted, read = e, &rec
+		} else {
+			e, err := rt.states.SpotStateEpoch(ctx, mesh, kind, id)
+			cancel()
+			switch {
+			case err == nil:
+				persisted = e
+			case !errors.Is(err, location.ErrNotFound):
+				return claimResult{err: err}
+			}
 		}
 	}
 	for range 4 {
@@ -49,11 +64,17 @@ func (rt *runtime) claim(kind, id string) claimResult {
 			return claimResult{retry: "the ownership lease of " + rid + " is not valid yet"}
 		}
 		self := fence.Holder{RID: rid, Gen: gen}
-		ctx, cancel := rt.storeCtx()
-		rec, err := rt.dir.SpotRecord(ctx, mesh, kind, id)
-		cancel()
-		if err != nil {
-			return claimResult{err: err}
+		var rec location.Ownership
+		if read != nil {
+			rec, read = *read, nil
+		} else {
+			ctx, cancel := rt.storeCtx()
+			var err error
+			rec, err = rt.dir.SpotRecord(ctx, mesh, kind, id)
+			cancel()
+			if err != nil {
+				return claimResult{err: err}
+			}
 		}
 		cur := fence.Record{Holder: fence.Holder{RID: rec.OwnerRID, Gen: rec.OwnerGeneration}, Epoch: rec.Epoch}
 	plan:

@@ -62,7 +62,15 @@ func TestOwner_ReadsTheRecordAndNeverClaims(t *testing.T) {
 				t.Fatal(err)
 			}
 			st, _ := spot.StatsOf(s0)
-			local, err := spot.Owner(ctx, s0, "counter", "p1")
+			// The first reply can leave before the kind actor lists the new
+			// activation (it queues the calls that waited first): the owner
+			// sees it active a moment later.
+			var local spot.OwnerInfo
+			var err error
+			waitFor(t, "the owner to list p1 as active", 10*time.Second, func() bool {
+				local, err = spot.Owner(ctx, s0, "counter", "p1")
+				return err == nil && local.Active == spot.ActiveYes
+			})
 			if err != nil || local.RID != s0.RID() || local.Generation != st.LeaseGeneration || local.Epoch == 0 ||
 				!local.Local || !local.LeaseLive || local.Active != spot.ActiveYes || local.Mesh != mesh || local.Kind != "counter" || local.ID != "p1" {
 				t.Fatalf("Owner on the owner = %+v %v", local, err)

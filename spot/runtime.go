@@ -57,10 +57,13 @@ type runtime struct {
 	dir    location.SpotDirectory
 	states location.SpotStates    // where persistent kinds save their state
 	rems   location.SpotReminders // nil: the store keeps no reminders
-	role   routemesh.ObjectRole
-	log    zerolog.Logger
-	kinds  map[string]*kindState
-	order  []*kindState
+	// claimView reads a Spot's record with its state's epoch (nil when
+	// the states live elsewhere: Config.States).
+	claimView location.SpotClaimReader
+	role      routemesh.ObjectRole
+	log       zerolog.Logger
+	kinds     map[string]*kindState
+	order     []*kindState
 
 	lease   leaseBox
 	incs    incBox
@@ -133,6 +136,8 @@ func newRuntime(n *routemesh.Node, cfg Config, regs []*kindReg) (*runtime, error
 	rt.states = n.Store()
 	if cfg.States != nil {
 		rt.states = cfg.States
+	} else if v, ok := n.Store().(location.SpotClaimReader); ok {
+		rt.claimView = v // states beside the records: a claim reads both at once
 	}
 	rt.rems, _ = n.Store().(location.SpotReminders)
 	rt.log = n.Logger().With().Str("component", "spots").Logger()

@@ -214,8 +214,8 @@ func runTurn(rt *runtime, ks *kindState, act *activation, state any, d *delivery
 		rt.answer(d.r, &d.h, retryReply("owner fenced"))
 		return
 	}
-	ctx, cancel := context.WithDeadline(rt.base, d.r.Deadline)
-	ctx, sp := rt.startTurn(ctx, ks, act, d)
+	tc := newTurnCtx(rt.base, d.r.Deadline) // no timer unless the handler waits on it
+	ctx, sp := rt.startTurn(tc, ks, act, d)
 	hc := turnContext(rt, ks, act, ctx, d.r.From, d.h.chain, turn)
 	hc.req = d
 	hc.Source = SourceRequest
@@ -235,7 +235,7 @@ func runTurn(rt *runtime, ks *kindState, act *activation, state any, d *delivery
 	} else {
 		err = fmt.Errorf("%w: spot kind %s has no packet %q", wire.ErrUnknownPacket, reg.name, d.h.packet)
 	}
-	cancel()
+	tc.stop()
 	if err == nil && beforeReply != nil {
 		err = beforeReply()
 	}

@@ -51,12 +51,12 @@ func newBenchCompareCmd() *cobra.Command {
 	var scenarios, impls []string
 	var noExtras, noProbe bool
 	c := &cobra.Command{
-		Use:   "compare [--quick] [--json FILE] [--docs FILE --img DIR]",
-		Short: "Two-process comparison: ZLink vs Proto.Actor remote, raw zmq4, raw TCP (PROFILE=1 saves profiles)",
+		Use:   "compare [--quick] [--spots] [--json FILE] [--docs FILE --img DIR]",
+		Short: "Two-process comparison: ZLink vs Proto.Actor remote, raw zmq4, raw TCP; --spots: a ZLink Spot vs a Proto.Actor cluster grain (PROFILE=1 saves profiles)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Scenarios, o.Impls = scenarios, impls
-			o.Extras = !noExtras && len(scenarios) == 0 && len(impls) == 0
+			o.Extras = !noExtras && !o.Spots && len(scenarios) == 0 && len(impls) == 0
 			o.DefaultLimitsProbe = !noProbe && !o.Quick && (len(scenarios) == 0 || slices.Contains(scenarios, "16KiB-pipelined"))
 			if os.Getenv("PROFILE") == "1" && o.ProfileDir == "" {
 				o.ProfileDir = "bench/results/profiles-" + time.Now().Format("2006-01-02")
@@ -77,7 +77,9 @@ func newBenchCompareCmd() *cobra.Command {
 	f.DurationVar(&o.Lockstep, "lockstep", 0, "length of one lockstep run (default 1s, quick 150ms)")
 	f.DurationVar(&o.Pipelined, "pipelined", 0, "length of one pipelined run (default 1.5s, quick 250ms)")
 	f.StringSliceVar(&scenarios, "scenarios", nil, "only these scenarios: 64B-lockstep, 64B-pipelined, 16KiB-lockstep, 16KiB-pipelined")
-	f.StringSliceVar(&impls, "impls", nil, "only these beside zlink: protoactor, zmq4, tcp, zlink-tls (ZLink over TLS: what TLS costs)")
+	f.StringSliceVar(&impls, "impls", nil, "only these beside zlink: protoactor, zmq4, tcp, zlink-tls (ZLink over TLS: what TLS costs); with --spots: protoactor-grain")
+	f.BoolVar(&o.Spots, "spots", false, "virtual actors instead: a ZLink Spot (caller node + Object Server, one redis-server) vs a Proto.Actor cluster grain "+
+		"(automanaged provider, disthash lookup); --docs regenerates the spots-compare:begin/spots-compare:end region")
 	f.BoolVar(&noExtras, "no-extras", false, "skip the multicast and failover parts")
 	f.BoolVar(&noProbe, "no-default-limits-probe", false, "skip the Proto.Actor run with gRPC's default message limit")
 	f.StringVar(&o.JSONPath, "json", "", "write the results to this JSON file")

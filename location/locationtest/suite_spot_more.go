@@ -165,6 +165,7 @@ func testSpotState(t *testing.T, s location.Store, _ func(time.Duration)) {
 	if _, err := s.SpotStateEpoch(ctx, "game", "player", "st-1"); !errors.Is(err, location.ErrNotFound) {
 		t.Fatalf("no state epoch yet: %v", err)
 	}
+	checkClaimView(t, s, sp, 0)
 	a := sp
 	a.OwnerRID, a.OwnerGeneration, a.Epoch = "a", 1, 1
 	if err := s.PutSpotState(ctx, a, location.SpotState{Data: []byte("x"), Version: 1, Epoch: 1}); !errors.Is(err, location.ErrFenced) {
@@ -175,6 +176,7 @@ func testSpotState(t *testing.T, s location.Store, _ func(time.Duration)) {
 	}
 	want := location.SpotState{Data: []byte("v1 of a"), Version: 3, Epoch: 1}
 	requireNoErr(t, s.PutSpotState(ctx, a, want))
+	checkClaimView(t, s, a, 1)
 	got, err := s.GetSpotState(ctx, "game", "player", "st-1")
 	if err != nil || string(got.Data) != string(want.Data) || got.Version != 3 || got.Epoch != 1 {
 		t.Fatalf("read back %+v, %v", got, err)
@@ -205,6 +207,7 @@ func testSpotState(t *testing.T, s location.Store, _ func(time.Duration)) {
 	if e, err := s.SpotStateEpoch(ctx, "game", "player", "st-1"); err != nil || e != 2 {
 		t.Fatalf("state epoch %d %v, want b's 2", e, err)
 	}
+	checkClaimView(t, s, b, 2)
 	if _, err := s.SpotStateEpoch(ctx, "game", "", "st-1"); !errors.Is(err, location.ErrInvalid) {
 		t.Fatalf("state epoch of an invalid spot: %v", err)
 	}
@@ -215,5 +218,26 @@ func testSpotState(t *testing.T, s location.Store, _ func(time.Duration)) {
 	}
 	if got, _ := s.GetSpotState(ctx, "game", "player", "st-1"); string(got.Data) != "b" {
 		t.Fatalf("state after release %+v", got)
+	}
+	rec, err := s.SpotRecord(ctx, "game", "player", "st-1")
+	requireNoErr(t, err)
+	checkClaimView(t, s, rec, 2)
+}
+
+// checkClaimView: a store that reads a Spot's record with its state's
+// epoch in one step (location.SpotClaimReader) answers what SpotRecord and
+// SpotStateEpoch answer (epoch 0: no state).
+func checkClaimView(t *testing.T, s location.Store, want location.Ownership, epoch uint64) {
+	t.Helper()
+	v, ok := s.(location.SpotClaimReader)
+	if !ok {
+		return
+	}
+	rec, e, err := v.SpotRecordAndStateEpoch(testCtx(t), want.Mesh, want.Kind, want.ID)
+	if err != nil || rec != want || e != epoch {
+		t.Fatalf("record and state epoch: %+v %d %v, want %+v %d", rec, e, err, want, epoch)
+	}
+	if _, _, err := v.SpotRecordAndStateEpoch(testCtx(t), want.Mesh, "", want.ID); !errors.Is(err, location.ErrInvalid) {
+		t.Fatalf("record and state epoch of an invalid spot: %v", err)
 	}
 }

@@ -30,6 +30,7 @@ type cmpDialOpts struct {
 	defaultLimits bool      // protoactor: gRPC's default message limits
 	log           io.Writer // where the client library logs (warnings)
 	tlsDir        string    // zlink-tls: the directory of cmpWriteTLSFiles
+	redis         string    // zlink-spot: the Location Store's redis-server
 }
 
 // cmpClient runs one measurement at a time. next is called before every
@@ -96,6 +97,12 @@ type CompareOptions struct {
 	// DefaultLimitsProbe also runs Proto.Actor's 16 KiB pipelined scenario
 	// once with gRPC's default message limits, to report whether it works.
 	DefaultLimitsProbe bool
+	// Spots runs the virtual-actor comparison instead: a ZLink Spot
+	// (zlink-spot) against a Proto.Actor cluster grain (protoactor-grain),
+	// with a redis-server as ZLink's Location Store; Impls, Extras and
+	// DefaultLimitsProbe do not apply, and DocsPath's region is the
+	// spots-compare one (compare_grain_report.go).
+	Spots bool
 	// launcher starts the server processes; zero = this binary's
 	// `bench compare-server` (tests set their own).
 	launcher cmpLauncher
@@ -144,6 +151,7 @@ type cmpRunner struct {
 	libLog  *cmpTailBuffer
 	res     *CompareResult
 	tlsDir  string // the mesh's TLS files when zlink-tls runs
+	redis   string // the Location Store's redis-server when zlink-spot runs
 }
 
 // RunCompare runs the comparison, prints its lines to w and returns the
@@ -158,6 +166,10 @@ func RunCompare(ctx context.Context, w io.Writer, o CompareOptions) (*CompareRes
 		o.launcher = l
 	}
 	impls, err := cmpPickImpls(o.Impls)
+	if o.Spots {
+		impls, err = cmpPickSpotImpls(o.Impls)
+		o.Extras, o.DefaultLimitsProbe = false, false
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -179,6 +191,15 @@ func RunCompare(ctx context.Context, w io.Writer, o CompareOptions) (*CompareRes
 			return nil, err
 		}
 		r.tlsDir = dir
+	}
+	if slices.Contains(impls, "zlink-spot") {
+		addr, stop, err := startScaleRedis()
+		if err != nil {
+			return nil, fmt.Errorf("benchrun: compare: %w", err)
+		}
+		defer stop()
+		r.redis = addr
+		fmt.Fprintf(w, "compare store: redis-server %s (ZLink's Location Store)\n", addr)
 	}
 	fmt.Fprintf(w, "compare setup: %s; rounds=%d lockstep=%v pipelined=%v window=%d; order per round alternates (A B C D, then D C B A)\n",
 		r.res.Machine.String(), o.Rounds, o.Lockstep, o.Pipelined, cmpWindow)
@@ -210,6 +231,9 @@ func RunCompare(ctx context.Context, w io.Writer, o CompareOptions) (*CompareRes
 		}
 	}
 	r.res.Goals = cmpEvaluateGoals(r.res)
+	if o.Spots {
+		r.res.Goals = cmpEvaluateSpotGoals(r.res)
+	}
 	for _, g := range r.res.Goals {
 		fmt.Fprintf(w, "goal %s\n", g.Line())
 	}
@@ -259,6 +283,9 @@ func (r *cmpRunner) start(ctx context.Context, name string, extra ...string) err
 	if name == "zlink-tls" {
 		extra = append(extra, "--tls-dir", r.tlsDir)
 	}
+	if name == "zlink-spot" {
+		extra = append(extra, "--redis", r.redis)
+	}
 	p, err := cmpStartServer(ctx, r.o.launcher, name, extra...)
 	if err != nil {
 		return err
@@ -272,7 +299,7 @@ func (r *cmpRunner) redial(ctx context.Context, name string) error {
 		c.close()
 		delete(r.clients, name)
 	}
-	c, err := cmpImpls[name].dial(ctx, r.servers[name].endpoint, cmpDialOpts{log: r.libLog, tlsDir: r.tlsDir})
+	c, err := cmpImpls[name].dial(ctx, r.servers[name].endpoint, cmpDialOpts{log: r.libLog, tlsDir: r.tlsDir, redis: r.redis})
 	if err != nil {
 		return err
 	}

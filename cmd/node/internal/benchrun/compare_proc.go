@@ -46,6 +46,7 @@ type cmpServerFlags struct {
 	rid           string // zlink: the node's routing ID
 	defaultLimits bool   // protoactor: gRPC's default 4 MiB receive limit
 	tlsDir        string // zlink-tls: the directory of cmpWriteTLSFiles
+	redis         string // zlink-spot: the Location Store's redis-server (host:port)
 }
 
 // CompareServerMain is the server side of `zlink-node bench compare`
@@ -55,11 +56,12 @@ type cmpServerFlags struct {
 func CompareServerMain(args []string, stdin io.Reader, stdout io.Writer) error {
 	fs := flag.NewFlagSet("compare-server", flag.ContinueOnError)
 	var f cmpServerFlags
-	fs.StringVar(&f.impl, "impl", "", "zlink, protoactor, zmq4, tcp or zlink-tls")
+	fs.StringVar(&f.impl, "impl", "", "zlink, protoactor, zmq4, tcp, zlink-tls, zlink-spot or protoactor-grain")
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:0", "host:port to listen on")
 	fs.StringVar(&f.rid, "rid", cmpServerRID, "zlink: the server's routing ID")
 	fs.BoolVar(&f.defaultLimits, "default-limits", false, "protoactor: keep gRPC's default message size limit")
 	fs.StringVar(&f.tlsDir, "tls-dir", "", "zlink-tls: directory with the mesh's CA, certificate and key")
+	fs.StringVar(&f.redis, "redis", "", "zlink-spot: host:port of the redis-server holding the Location Store")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -107,7 +107,10 @@ func cmpDialProto(_ context.Context, endpoint string, o cmpDialOpts) (cmpClient,
 
 func (c *cmpProtoClient) close() {
 	close(c.closed)
-	c.rem.Shutdown(false)
+	// Graceful: it closes the outbound gRPC connections, whose goroutines
+	// would otherwise race the next remote's Start (it sets gRPC's
+	// package-level logger).
+	c.rem.Shutdown(true)
 	c.sys.Shutdown()
 }
 

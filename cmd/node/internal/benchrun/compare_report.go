@@ -23,6 +23,9 @@ const (
 // writes the charts into imgDir (when not empty). source names the JSON
 // file in the region's header.
 func WriteCompareReport(r *CompareResult, docsPath, imgDir, source string) error {
+	if r.Spots { // bench compare --spots: its own region, no charts
+		return writeSpotsCompareReport(r, docsPath, source)
+	}
 	imgRel := ""
 	if imgDir != "" {
 		if err := os.MkdirAll(imgDir, 0o755); err != nil {

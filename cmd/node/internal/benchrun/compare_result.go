@@ -16,6 +16,7 @@ type CompareResult struct {
 	Date         string        `json:"date"`
 	Machine      CmpMachine    `json:"machine"`
 	Quick        bool          `json:"quick"`
+	Spots        bool          `json:"spots,omitempty"` // bench compare --spots: ZLink Spot vs Proto.Actor grain
 	Rounds       int           `json:"rounds"`
 	LockstepSec  float64       `json:"lockstep_seconds"`
 	PipelinedSec float64       `json:"pipelined_seconds"`
@@ -160,6 +161,7 @@ func cmpNewResult(o CompareOptions, impls []string) *CompareResult {
 		Date:         time.Now().Format(time.RFC3339),
 		Machine:      cmpMachineInfo(),
 		Quick:        o.Quick,
+		Spots:        o.Spots,
 		Rounds:       o.Rounds,
 		LockstepSec:  o.Lockstep.Seconds(),
 		PipelinedSec: o.Pipelined.Seconds(),

@@ -21,14 +21,18 @@ func (run CmpRun) line(sc cmpScenario) string {
 }
 
 func cmpWriteScenarioSummary(w io.Writer, s CmpScenario) {
+	base := ""
+	if len(s.Impls) > 0 {
+		base = s.Impls[0].Impl // every ratio is against the first
+	}
 	for _, im := range s.Impls {
 		line := fmt.Sprintf("compare summary scenario=%s impl=%-10s rate %s rt/s", s.Name, im.Impl, im.Rate.format("%.0f"))
 		if s.Mode == "lockstep" {
 			line += fmt.Sprintf("  p50 %sµs  p99 %sµs", im.P50us.format("%.1f"), im.P99us.format("%.1f"))
 		}
 		line += fmt.Sprintf("  cpu/rt %sµs", im.CPUus.format("%.2f"))
-		if im.Impl != "zlink" {
-			line += fmt.Sprintf("  zlink/%s rate %s", im.Impl, im.VsZlink.Rate.format("%.2fx"))
+		if im.Impl != base {
+			line += fmt.Sprintf("  %s/%s rate %s", base, im.Impl, im.VsZlink.Rate.format("%.2fx"))
 			if s.Mode == "lockstep" {
 				line += fmt.Sprintf(" p50 %s p99 %s", im.VsZlink.P50.format("%.2fx"), im.VsZlink.P99.format("%.2fx"))
 			}
@@ -58,7 +62,8 @@ func (s CmpStat) format(f string) string {
 }
 
 // cmpSummarizeScenario computes each implementation's statistics and its
-// pair-by-pair ratios to ZLink (same round).
+// pair-by-pair ratios to ZLink (same round): to impls[0], zlink in the
+// compare bench and zlink-spot in its Spots comparison.
 func cmpSummarizeScenario(runs []CmpRun, impls []string) []CmpImplSummary {
 	byRound := map[int]map[string]CmpRun{}
 	for _, run := range runs {
@@ -101,8 +106,8 @@ func cmpSummarizeScenario(runs []CmpRun, impls []string) []CmpImplSummary {
 			cc = append(cc, val(run, ccpu))
 			sc = append(sc, val(run, scpu))
 			tc = append(tc, val(run, cpu))
-			z, ok := byRound[run.Round]["zlink"]
-			if !ok || name == "zlink" {
+			z, ok := byRound[run.Round][impls[0]]
+			if !ok || name == impls[0] {
 				continue
 			}
 			rr = append(rr, cmpRatio(val(z, rate), val(run, rate)))
