@@ -141,6 +141,23 @@ func (m *meshActor) Receive(c actor.Context) {
 		}
 	case *statusReq:
 		c.Respond(m.status())
+	case *beginStop:
+		m.n.setState(NodeStopping)
+		c.Respond(true)
+	case *stopMsg:
+		m.teardown(msg.reason)
+		c.Respond(true)
+	default:
+		if !m.onConnection(msg) {
+			m.onControl(c, msg)
+		}
+	}
+}
+
+// onConnection handles the messages of connections and their handshakes;
+// it reports false for any other message.
+func (m *meshActor) onConnection(msg any) bool {
+	switch msg := msg.(type) {
 	case *inboundHello:
 		m.onHello(msg)
 	case *handshakeFrame:
@@ -165,6 +182,16 @@ func (m *meshActor) Receive(c actor.Context) {
 		m.dial(msg.in)
 	case *handshakeTimeout:
 		m.onHandshakeTimeout(msg.p)
+	default:
+		return false
+	}
+	return true
+}
+
+// onControl handles the operator's and discovery's messages: weights,
+// drain, the mesh's changes.
+func (m *meshActor) onControl(c actor.Context, msg any) {
+	switch msg := msg.(type) {
 	case *setWeight:
 		m.applyWeight(msg)
 		c.Respond(true)
@@ -180,12 +207,6 @@ func (m *meshActor) Receive(c actor.Context) {
 	case *manualMatch:
 		m.matchManual(msg)
 		ackDisc(c, msg.ack, msg.seq)
-	case *beginStop:
-		m.n.setState(NodeStopping)
-		c.Respond(true)
-	case *stopMsg:
-		m.teardown(msg.reason)
-		c.Respond(true)
 	}
 }
 
