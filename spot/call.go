@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zlink-go/zlink/internal/zerr"
 	"github.com/zlink-go/zlink/routemesh"
 	"github.com/zlink-go/zlink/spot/internal/placement"
 	"github.com/zlink-go/zlink/wire"
@@ -82,7 +83,7 @@ func (rt *runtime) check(kind, id string) error {
 		return fmt.Errorf("%w: a MeshNode with object role None calls no Spot", ErrRole)
 	}
 	if kind == "" || id == "" || len(kind) > maxName || len(id) > maxName {
-		return fmt.Errorf("%w: spot kind %.64q id %.64q", wire.ErrBadPayload, kind, id)
+		return fmt.Errorf("%w: spot kind %.64q id %.64q", zerr.ErrBadPayload, kind, id)
 	}
 	return nil
 }

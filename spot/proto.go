@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/zlink-go/zlink/internal/zerr"
 	"github.com/zlink-go/zlink/wire"
 )
 
@@ -67,7 +68,7 @@ const (
 const flagsControl = flagPrepare | flagAdopt | flagEnd | flagAbort
 
 // errMalformed is a Spot payload that does not decode.
-var errMalformed = fmt.Errorf("%w: malformed spot payload", wire.ErrBadPayload)
+var errMalformed = fmt.Errorf("%w: malformed spot payload", zerr.ErrBadPayload)
 
 func (h *header) encode() []byte {
 	n := 4 + len(h.kind) + len(h.id) + len(h.packet) + 3*binary.MaxVarintLen64 + len(h.chain)*2*binary.MaxVarintLen64 + binary.MaxVarintLen64 + len(h.body)
@@ -132,7 +133,7 @@ func decodeHeader(b []byte) (header, error) {
 	r := reader{b: b}
 	var h header
 	if v := r.byte(); r.err == nil && v != protoVersion {
-		return h, fmt.Errorf("%w: spot protocol version %d", wire.ErrBadPayload, v)
+		return h, fmt.Errorf("%w: spot protocol version %d", zerr.ErrBadPayload, v)
 	}
 	h.flags = r.byte()
 	h.hops = r.byte()
@@ -141,7 +142,7 @@ func decodeHeader(b []byte) (header, error) {
 	h.packet = r.string(maxName)
 	n := r.uvarint()
 	if r.err == nil && n > maxChain {
-		return h, fmt.Errorf("%w: call chain of %d links", wire.ErrBadPayload, n)
+		return h, fmt.Errorf("%w: call chain of %d links", zerr.ErrBadPayload, n)
 	}
 	if n > 0 && r.err == nil {
 		h.chain = make([]link, n)
@@ -153,7 +154,7 @@ func decodeHeader(b []byte) (header, error) {
 		return h, r.err
 	}
 	if h.kind == "" || h.id == "" {
-		return h, fmt.Errorf("%w: empty spot kind or id", wire.ErrBadPayload)
+		return h, fmt.Errorf("%w: empty spot kind or id", zerr.ErrBadPayload)
 	}
 	h.body = r.b
 	return h, nil

@@ -233,7 +233,7 @@ func runTurn(rt *runtime, ks *kindState, act *activation, state any, d *delivery
 	} else if fn := reg.requests[d.h.packet]; fn != nil {
 		out, err = fn(hc, state, d.h.body)
 	} else {
-		err = fmt.Errorf("%w: spot kind %s has no packet %q", wire.ErrUnknownPacket, reg.name, d.h.packet)
+		err = fmt.Errorf("%w: spot kind %s has no packet %q", zerr.ErrUnknownPacket, reg.name, d.h.packet)
 	}
 	tc.stop()
 	if err == nil && beforeReply != nil {

@@ -9,11 +9,12 @@ import (
 	"github.com/zlink-go/zlink/internal/zerr"
 )
 
-// Terminal request errors. Each has a Code so the receiver of an Error
-// envelope rebuilds the same sentinel with ErrorOf. The values live in
-// internal/zerr (so mailbox and actors need not import wire, nor wire them);
-// these names are aliases kept so existing call sites compile. New code
-// inside the module uses zerr directly; users match zlink.ErrX.
+// Terminal request errors: aliases of the values in internal/zerr, kept
+// so existing call sites compile.
+//
+// Deprecated: match the values of package zlink (zlink.ErrNoTarget, …);
+// inside the module use internal/zerr. These names go away in the next
+// release.
 var (
 	ErrNoTarget      = zerr.ErrNoTarget
 	ErrTimeout       = zerr.ErrTimeout
