@@ -290,7 +290,7 @@ func (n *Node) dispatchAt(p *pipe, envs []wire.Envelope, now time.Time) {
 		case wire.KindReply, wire.KindError:
 			n.completeAt(l.rid, e, at)
 		default:
-			if l.peer != nil {
+			if !n.applyControl(p, e, now) && l.peer != nil {
 				_ = l.peer.Tell(&controlEnv{env: *e})
 			}
 		}

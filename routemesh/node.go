@@ -96,6 +96,7 @@ type Node struct {
 	cnt     counters
 	peerSeq atomic.Uint64
 	lat     histogram
+	beats   beats // the heartbeat loop of every ready pipe (heartbeat.go)
 
 	channels map[string]*channelOwner // immutable after Start
 	table    *selection.Table         // channel target table (written by the mesh actor)
@@ -162,6 +163,7 @@ func Start(ctx context.Context, cfg *Config, deps Deps) (*Node, error) {
 	n := &Node{cfg: cfg, sys: deps.System, parent: deps.Parent, store: deps.Store, calls: newCallTable(),
 		ready: make(chan struct{})}
 	n.gen = ident.Generation()
+	n.beats.n = n
 	n.rid = cfg.RID
 	switch {
 	case cfg.RIDPrefix != "":

@@ -46,6 +46,7 @@ type pipe struct {
 	w        *writer
 	state    atomic.Uint32 // pipeState
 	lastRead atomic.Int64  // unix nanos of the last frame read
+	live     *pipeLive     // liveness; set before the pipe is ready
 
 	// set by the mesh actor during the handshake, read-only once ready
 	remote     wire.Identity
