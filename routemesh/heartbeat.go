@@ -235,10 +235,11 @@ func (n *Node) setDraining(l *link, d bool) {
 // table's only writer; a revision it already has is not sent again.
 func (n *Node) memberUpdate(p *pipe, e *wire.Envelope) {
 	l := p.link
-	if e.Revision == 0 || e.Generation != l.gen {
+	if e.Revision == 0 || e.Generation != l.gen || e.Revision <= l.knownRev.Load() {
 		return
 	}
-	if m, ok := n.table.Snapshot().Member(l.rid); ok && m.Generation == e.Generation && m.Revision >= e.Revision {
+	if n.table.Snapshot().Knows(l.rid, e.Generation, e.Revision) {
+		l.knownRev.Store(e.Revision) // applied: later heartbeats stop here
 		return
 	}
 	_ = n.mesh().TellControl(&memberUpdate{p: p, gen: e.Generation, rev: e.Revision, servers: e.Servers})

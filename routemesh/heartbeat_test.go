@@ -32,7 +32,9 @@ func TestHeartbeatAllocatesNothing(t *testing.T) {
 	n.beats.pipes = append(n.beats.pipes, p)
 	n.beats.mu.Unlock()
 
-	in := wire.Envelope{Kind: wire.KindHeartbeat, Generation: 9, Headroom: map[string]uint32{"echo": 5}, Seq: 1}
+	in := wire.Envelope{Kind: wire.KindHeartbeat, Generation: 9, Revision: 4, Servers: map[string]uint16{"echo": 1},
+		Headroom: map[string]uint32{"echo": 5}, Seq: 1}
+	p.link.knownRev.Store(4) // the table holds the peer's revision 4
 	var (
 		buf   []byte
 		k     int

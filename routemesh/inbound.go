@@ -3,6 +3,7 @@ package routemesh
 import (
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -164,21 +165,46 @@ func (n *Node) readRouter() {
 			}
 			continue
 		}
-		if v, ok := n.inbnd.Load(id); ok {
-			n.onFrame(v.(*pipe), frame)
-			continue
-		}
-		f, err := wire.DecodeFrame(frame)
-		if err != nil || f.Type != wire.FrameHello {
-			// A connection that does not open with a Hello is no peer.
-			n.cnt.protocolErrors.Add(1)
-			n.ln.Disconnect(id)
-			continue
-		}
-		if err := n.mesh().Tell(&inboundHello{id: id, hello: f.Hello}); err != nil {
-			n.cnt.handshakeRejects.Add(1)
-		}
+		n.routerFrame(id, frame)
 	}
+}
+
+// routerFrame handles one frame read from an inbound connection.
+func (n *Node) routerFrame(id string, frame []byte) {
+	if v, ok := n.inbnd.Load(id); ok {
+		n.onFrame(v.(*pipe), frame)
+		return
+	}
+	f, err := wire.DecodeFrame(frame)
+	if err != nil || f.Type != wire.FrameHello {
+		// A connection that does not open with a Hello is no peer.
+		n.cnt.protocolErrors.Add(1)
+		n.ln.Disconnect(id)
+		return
+	}
+	if err := n.mesh().Tell(&inboundHello{id: id, hello: f.Hello}); err != nil {
+		n.cnt.handshakeRejects.Add(1)
+	}
+}
+
+// onRouterFrame is routerFrame on the goroutine that read the inbound
+// connection (transport.Events.OnFrame). A panic there is the listener
+// actor's failure, as one in readRouter is.
+func (n *Node) onRouterFrame(id string, frame []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			gp := &goroutinePanic{value: r, stack: debug.Stack()}
+			n.log.Error().Interface("panic", r).Msg("inbound reader panicked")
+			if ref := n.listener.Load(); ref == nil || ref.TellControl(gp) != nil {
+				n.Fail(gp)
+			}
+		}
+	}()
+	if err != nil {
+		n.cnt.protocolErrors.Add(1)
+		return
+	}
+	n.routerFrame(id, frame)
 }
 
 // readConn reads one outbound pipe.

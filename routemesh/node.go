@@ -148,6 +148,9 @@ type link struct {
 	draining atomic.Bool
 	peer     *actors.Ref
 	full     map[string]*atomic.Bool // per Server channel of the peer: last reported at capacity
+	// knownRev is the peer's Server-set revision the table is known to
+	// hold (memberUpdate): a heartbeat that repeats it costs no lookup.
+	knownRev atomic.Uint64
 }
 
 // Start binds the MeshNode's ROUTER, spawns its mesh actor (which spawns
@@ -208,7 +211,7 @@ func Start(ctx context.Context, cfg *Config, deps Deps) (*Node, error) {
 		if ref := n.mesh(); ref != nil {
 			_ = ref.TellControl(&connClosed{id: id, reason: reason})
 		}
-	}, OnRefused: newRefusalLog(n.log, &n.cnt.connectionsRefused, time.Now).refused})
+	}, OnRefused: newRefusalLog(n.log, &n.cnt.connectionsRefused, time.Now).refused, OnFrame: n.onRouterFrame})
 	if err != nil {
 		closeAll()
 		if errors.Is(err, transport.ErrBadEndpoint) {

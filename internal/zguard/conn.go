@@ -463,18 +463,24 @@ func (c *conn) SetReadDeadline(time.Time) error  { return nil }
 func (c *conn) SetWriteDeadline(time.Time) error { return nil }
 
 // deadlineWriter writes to the kernel in chunks of at most maxWriteChunk,
-// each under its own deadline.
+// each under its own deadline: at least 7/8 of the timeout from the
+// chunk's start (the deadline set last is kept while that much of it is
+// left, so a busy connection does not reset its timer for every write).
 type deadlineWriter struct {
 	c       net.Conn
 	timeout time.Duration
+	until   time.Time // the write deadline set last
 }
 
-func (w deadlineWriter) Write(p []byte) (int, error) {
+func (w *deadlineWriter) Write(p []byte) (int, error) {
 	n := 0
 	for n < len(p) {
 		end := min(len(p), n+maxWriteChunk)
-		if err := w.c.SetWriteDeadline(time.Now().Add(w.timeout)); err != nil {
-			return n, err
+		if now := time.Now(); w.until.Sub(now) < w.timeout-w.timeout/8 {
+			w.until = now.Add(w.timeout)
+			if err := w.c.SetWriteDeadline(w.until); err != nil {
+				return n, err
+			}
 		}
 		k, err := w.c.Write(p[n:end])
 		n += k

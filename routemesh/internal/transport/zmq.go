@@ -81,7 +81,17 @@ func (t *ZMQ) Listen(endpoint string, ev Events) (Listener, error) {
 	// Each connection counts as pending until the node's handshake has
 	// authenticated it (zmqListener.Authenticated).
 	g.AwaitAuth = true
-	g.Inbound.ReadDirect(inboundQueue)
+	if on := ev.OnFrame; on != nil {
+		g.Inbound.ReadDirectFunc(func(m zguard.Received) {
+			if m.Err != nil {
+				on(m.Identity, nil, fmt.Errorf("%w: %w", ErrMalformed, m.Err))
+				return
+			}
+			on(m.Identity, m.Frame, nil)
+		})
+	} else {
+		g.Inbound.ReadDirect(inboundQueue)
+	}
 	if on := ev.OnClosed; on != nil {
 		g.OnConnClosed = func(ce zguard.ConnEvent) {
 			// A connection refused for claiming a live identity is not the
@@ -159,7 +169,8 @@ func (l *zmqListener) Authenticated(identity string) { l.inbound.Authenticated(i
 func (l *zmqListener) Addr() net.Addr { return l.s.Addr() }
 
 // Recv takes the next message the inbound connections' readers read
-// directly (zguard.Inbound.ReadDirect), not zmq4's ROUTER queue.
+// directly (zguard.Inbound.ReadDirect), not zmq4's ROUTER queue. With
+// Events.OnFrame it only waits for Close.
 func (l *zmqListener) Recv() (string, []byte, error) {
 	select {
 	case m := <-l.inbound.Messages():
