@@ -60,8 +60,22 @@ type beats struct {
 	headroom map[string]uint32
 }
 
-// add registers a ready pipe and sends its first heartbeat at once. It
-// starts the loop with the node's first pipe.
+// start starts the loop (at the node's start: a cost of the node, not of
+// its peers).
+func (b *beats) start() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.startLocked()
+}
+
+func (b *beats) startLocked() {
+	if !b.running {
+		b.epoch = time.Now()
+		b.running = b.n.goTracked(b.run)
+	}
+}
+
+// add registers a ready pipe and sends its first heartbeat at once.
 func (b *beats) add(p *pipe) {
 	n := b.n
 	b.mu.Lock()
@@ -69,10 +83,7 @@ func (b *beats) add(p *pipe) {
 		p.live.idx = len(b.pipes)
 		b.pipes = append(b.pipes, p)
 	}
-	if !b.running {
-		b.epoch = time.Now()
-		b.running = n.goTracked(b.run)
-	}
+	b.startLocked()
 	now := time.Now()
 	at := b.lastTick(now)
 	b.mu.Unlock()

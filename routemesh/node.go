@@ -240,6 +240,7 @@ func Start(ctx context.Context, cfg *Config, deps Deps) (*Node, error) {
 		return nil, err
 	}
 
+	n.beats.start()
 	// The mesh actor does the rest in its Started, on every (re)start.
 	spec := n.meshSpec()
 	spec.Parent = deps.Parent
