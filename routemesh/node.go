@@ -313,11 +313,13 @@ func (n *Node) goTracked(fn func()) bool {
 	return true
 }
 
-// goWriter runs a pipe's writer loop as a tracked goroutine. A panic in
-// the loop drops the pipe, like a failed send.
+// goWriter runs a pipe's writer loop as a tracked goroutine, now and at
+// each later start (the loop ends whenever the writer goes idle). A panic
+// in the loop drops the pipe, like a failed send. A start allocates
+// nothing: both functions are made here, once per pipe.
 func (n *Node) goWriter(w *writer) bool {
-	n.writers.Add(1)
-	if !n.goTracked(func() {
+	body := func() {
+		defer n.wg.Done()
 		defer n.writers.Done()
 		defer func() {
 			if r := recover(); r != nil {
@@ -326,11 +328,19 @@ func (n *Node) goWriter(w *writer) bool {
 			}
 		}()
 		w.run()
-	}) {
-		n.writers.Done()
-		return false
 	}
-	return true
+	w.spawn = func() bool {
+		n.goMu.Lock()
+		defer n.goMu.Unlock()
+		if n.goDone {
+			return false
+		}
+		n.wg.Add(1)
+		n.writers.Add(1)
+		go body()
+		return true
+	}
+	return w.spawn()
 }
 
 // RID returns the node's Routing ID.

@@ -101,14 +101,29 @@ func (p *pipe) close() {
 // instead of a channel receive, contending with the callers, per envelope.
 // The lanes hold no memory before the first envelope, and a loop that goes
 // idle gives up slices grown large by a burst.
+//
+// The loop runs only while there is something to send: when it finds both
+// lanes empty it marks the writer idle and its goroutine ends; the next
+// caller that queues into an idle writer starts it again (spawn). An idle
+// connection thus holds no writer goroutine — at rest a side of a
+// connection costs its reader goroutine alone, plus a writer for the
+// instant of each heartbeat — and the loop's buffers stay with the writer
+// (loopState), so a restart allocates nothing.
 type writer struct {
 	mu   sync.Mutex
 	data []wire.Envelope // queued requests and sends (at most hwm)
 	ctl  []outItem       // queued control items (at most ctlMax), in order
-	idle bool            // the loop waits on wake; the next caller wakes it
+	// idle: no loop runs (or the one running is about to end); the next
+	// caller that queues starts one.
+	idle bool
+	// spawn starts run on a goroutine of its own; false when it cannot
+	// (the node stopped). nil: a plain goroutine (tests). Both are func
+	// values made once: a start allocates nothing.
+	spawn func() bool
+	runFn func()
+	lp    loopState // owned by the running loop
 
 	hwm, ctlMax int
-	wake        chan struct{} // buffered 1
 	quit        chan struct{}
 	done        chan struct{}
 	once        sync.Once
@@ -123,16 +138,17 @@ type writer struct {
 }
 
 func newWriter(hwm int, send func([]byte) error, onError func(error)) *writer {
-	return &writer{
+	w := &writer{
 		hwm:      hwm,
 		ctlMax:   hwm + 256,
-		wake:     make(chan struct{}, 1),
 		quit:     make(chan struct{}),
 		done:     make(chan struct{}),
 		send:     send,
 		onError:  onError,
 		maxBatch: 1 << 20,
 	}
+	w.runFn = w.run
+	return w
 }
 
 // stopped reports whether stop was called (a non-blocking receive: no lock).
@@ -142,14 +158,6 @@ func (w *writer) stopped() bool {
 		return true
 	default:
 		return false
-	}
-}
-
-// signal wakes the loop after a caller queued into an idle writer.
-func (w *writer) signal() {
-	select {
-	case w.wake <- struct{}{}:
-	default:
 	}
 }
 
@@ -214,105 +222,167 @@ func (w *writer) controlReply(corr uint64, payload []byte, headroom map[string]u
 	return true
 }
 
-func (w *writer) stop() { w.once.Do(func() { close(w.quit) }) }
+// stop makes the loop flush the control lane, run closer and end; an
+// idle writer gets a loop to do it.
+func (w *writer) stop() {
+	w.once.Do(func() {
+		close(w.quit)
+		w.mu.Lock()
+		start := w.idle
+		w.idle = false
+		w.mu.Unlock()
+		if start && !w.start() {
+			w.finish() // the node stopped: on the caller's goroutine
+		}
+	})
+}
+
+// signal starts the loop of a writer that was idle (the caller found it
+// idle and cleared the flag under mu).
+func (w *writer) signal() {
+	if !w.start() {
+		w.mu.Lock()
+		w.idle = true // nobody runs: stop (or the next caller) sees it
+		w.mu.Unlock()
+	}
+}
+
+func (w *writer) start() bool {
+	if w.spawn != nil {
+		return w.spawn()
+	}
+	go w.runFn()
+	return true
+}
+
+// loopState is what the loop keeps between runs: the items taken from the
+// lanes and not yet sent (ctl[ci:], data[di:]; sent items are cleared, so
+// no payload stays referenced), the batch and frame buffers, and the
+// batching heuristics.
+type loopState struct {
+	batch  []wire.Envelope
+	buf    []byte
+	data   []wire.Envelope
+	ctl    []outItem
+	di, ci int
+	// quiet: the last yield before sealing a batch brought no other
+	// envelope, and no batch since held more than one.
+	quiet bool
+	probe int // batches since the last probing yield, mod quietProbe
+}
 
 // quietProbe: a quiet writer still yields before one batch in this many.
 const quietProbe = 8
 
-// maxKeptLane is the largest lane slice (in items) an idle writer keeps.
-const maxKeptLane = 1024
+// maxKeptLane is the largest lane or batch slice (in items) an idle
+// writer keeps: an idle connection holds a few hundred bytes of them, not
+// what its last burst grew (an envelope is about 160 bytes).
+const maxKeptLane = 64
 
-// run is the writer loop; it returns when stopped or when a send fails.
-// When stopped it first flushes what the control lane holds (a Reject or a
-// goodbye queued just before the stop), then runs closer.
+// maxKeptBuf is the largest frame buffer an idle writer keeps.
+const maxKeptBuf = 4 << 10
+
+// run is the writer loop. It returns when the lanes are empty (the writer
+// is then idle: the next caller starts it again), when stopped, or when a
+// send fails; in the last two cases it first flushes what the control
+// lane holds (a Reject or a goodbye queued just before the stop), then
+// runs closer.
 func (w *writer) run() {
-	defer close(w.done)
-	defer w.stop() // after a send failure, new submits fail fast
+	idle := false
 	defer func() {
-		if w.closer != nil {
-			w.closer()
+		if !idle { // stopped, failed, or panicking
+			w.finish()
 		}
 	}()
-	var (
-		batch = make([]wire.Envelope, 0, 256)
-		buf   []byte
-		// The items taken from the lanes and not yet sent: ctl[ci:] and
-		// data[di:]. Sent items are cleared (no payload stays referenced).
-		data   []wire.Envelope
-		ctl    []outItem
-		di, ci int
-		// quiet: the last yield before sealing a batch brought no other
-		// envelope, and no batch since held more than one.
-		quiet bool
-		probe int // batches since the last probing yield, mod quietProbe
-	)
+	idle = w.loop()
+}
+
+// finish ends the writer for good: a failed send's later submits fail
+// fast, closer runs, done closes.
+func (w *writer) finish() {
+	defer close(w.done)
+	w.stop()
+	if w.closer != nil {
+		w.closer()
+	}
+}
+
+// loop sends until the lanes are empty (true: the writer went idle) or it
+// is stopped or a send fails (false).
+func (w *writer) loop() (idle bool) {
+	lp := &w.lp
 	// take swaps the drained slices for the queued ones; it reports
 	// whether anything was taken. With idle set, an empty take marks the
-	// loop idle (it then waits on wake).
+	// writer idle (wentIdle: the loop then ends) after giving up what a
+	// burst grew — unless it is stopped: stop saw the loop running, so
+	// this loop must finish.
+	wentIdle := false
 	take := func(idle bool) bool {
-		if di < len(data) || ci < len(ctl) {
+		if lp.di < len(lp.data) || lp.ci < len(lp.ctl) {
 			return true
 		}
-		data, ctl = data[:0], ctl[:0]
+		lp.data, lp.ctl = lp.data[:0], lp.ctl[:0]
 		w.mu.Lock()
-		data, w.data = w.data, data
-		ctl, w.ctl = w.ctl, ctl
-		got := len(data) > 0 || len(ctl) > 0
-		if !got && idle {
-			w.idle = true
-			// Going idle: give up what a burst grew (the queues are empty).
+		lp.data, w.data = w.data, lp.data
+		lp.ctl, w.ctl = w.ctl, lp.ctl
+		got := len(lp.data) > 0 || len(lp.ctl) > 0
+		lp.di, lp.ci = 0, 0
+		if !got && idle && !w.stopped() {
+			// Going idle: give up what a burst grew (the queues are
+			// empty). Under mu: once idle is set another loop may start.
 			if cap(w.data) > maxKeptLane {
 				w.data = nil
 			}
 			if cap(w.ctl) > maxKeptLane {
 				w.ctl = nil
 			}
+			if cap(lp.data) > maxKeptLane {
+				lp.data = nil
+			}
+			if cap(lp.ctl) > maxKeptLane {
+				lp.ctl = nil
+			}
+			if cap(lp.batch) > maxKeptLane {
+				lp.batch = nil
+			}
+			if cap(lp.buf) > maxKeptBuf {
+				lp.buf = nil
+			}
+			w.idle = true
+			wentIdle = true
 		}
 		w.mu.Unlock()
-		di, ci = 0, 0
-		if !got && idle {
-			if cap(data) > maxKeptLane {
-				data = nil
-			}
-			if cap(ctl) > maxKeptLane {
-				ctl = nil
-			}
-			if cap(batch) > 4*maxKeptLane {
-				batch = make([]wire.Envelope, 0, 256)
-			}
-		}
 		return got
 	}
 	for {
 		if w.stopped() {
-			w.flushControl(ctl[ci:])
-			return
+			w.flushControl(lp.ctl[lp.ci:])
+			return false
 		}
 		if !take(true) {
-			select {
-			case <-w.quit:
-			case <-w.wake:
+			if wentIdle {
+				return true // nothing of lp may be touched from here on
 			}
-			continue
+			continue // stopped: flush and finish
 		}
 		// A raw frame first in line goes alone, in its lane's order.
-		if ci < len(ctl) && ctl[ci].frame != nil {
-			f := ctl[ci].frame
-			ctl[ci] = outItem{}
-			ci++
+		if lp.ci < len(lp.ctl) && lp.ctl[lp.ci].frame != nil {
+			f := lp.ctl[lp.ci].frame
+			lp.ctl[lp.ci] = outItem{}
+			lp.ci++
 			if !w.write(f) {
-				return
+				return false
 			}
 			continue
 		}
-		batch = batch[:0]
+		batch := lp.batch[:0]
 		size := 0
 		yielded := false
 	fill:
 		for len(batch) < 4096 {
 			switch {
-			case ci < len(ctl):
-				it := &ctl[ci]
+			case lp.ci < len(lp.ctl):
+				it := &lp.ctl[lp.ci]
 				if it.frame != nil {
 					break fill // the batch goes before the frame
 				}
@@ -323,9 +393,9 @@ func (w *writer) run() {
 				batch = append(batch, it.env)
 				size += es
 				*it = outItem{}
-				ci++
-			case di < len(data):
-				e := &data[di]
+				lp.ci++
+			case lp.di < len(lp.data):
+				e := &lp.data[lp.di]
 				es := e.Size()
 				if len(batch) > 0 && size+es > w.maxBatch {
 					break fill
@@ -333,7 +403,7 @@ func (w *writer) run() {
 				batch = append(batch, *e)
 				size += es
 				*e = wire.Envelope{}
-				di++
+				lp.di++
 			default:
 				if take(false) {
 					continue
@@ -344,7 +414,7 @@ func (w *writer) run() {
 				// on a quiet pipe (the last pass brought nothing: a caller
 				// waits for each answer), where the pass only delays the
 				// frame — except one batch in quietProbe, to notice load.
-				if !yielded && len(batch) < 16 && (!quiet || probe == 0) {
+				if !yielded && len(batch) < 16 && (!lp.quiet || lp.probe == 0) {
 					yielded = true
 					runtime.Gosched()
 					continue
@@ -352,30 +422,31 @@ func (w *writer) run() {
 				break fill
 			}
 		}
+		lp.batch = batch
 		if len(batch) == 0 {
 			continue
 		}
 		if yielded {
-			quiet = len(batch) == 1
+			lp.quiet = len(batch) == 1
 		} else if len(batch) > 1 {
-			quiet = false
+			lp.quiet = false
 		}
-		probe = (probe + 1) % quietProbe
+		lp.probe = (lp.probe + 1) % quietProbe
 		var err error
-		buf, err = wire.AppendFrame(buf[:0], &wire.Frame{Type: wire.FrameBatch, Batch: batch})
+		lp.buf, err = wire.AppendFrame(lp.buf[:0], &wire.Frame{Type: wire.FrameBatch, Batch: batch})
 		clear(batch) // drop payload references
 		if err != nil {
 			w.onError(err)
-			return
+			return false
 		}
 		// The transport is done with the buffer when Send returns; a very
 		// large one is not kept.
-		ok := w.write(buf)
-		if cap(buf) > 2<<20 {
-			buf = nil
+		ok := w.write(lp.buf)
+		if cap(lp.buf) > 2<<20 {
+			lp.buf = nil
 		}
 		if !ok {
-			return
+			return false
 		}
 	}
 }

@@ -15,9 +15,10 @@ import (
 
 // TestPeerCost_GoroutinesAndIdleHeapPerConnection: what one side of an
 // idle connection costs the process (docs/operations.md, "Sizing"): at
-// most 2 goroutines (its writer, and its reader — ours on a dialed pipe,
-// the listener's on an accepted one) and at most 32 KiB of heap, read and
-// write buffers included (they are pooled while the connection is quiet).
+// most 2 goroutines (its reader — ours on a dialed pipe, the listener's on
+// an accepted one — and its writer, which runs only while it has
+// something to send) and at most 32 KiB of heap, read and write buffers
+// included (they are pooled while the connection is quiet).
 // Measured as the difference between 12 nodes that each dial every node
 // started before them (a full mesh: 90 connection sides, real ZeroMQ
 // sockets) and the same number of nodes with no peer: everything a node costs

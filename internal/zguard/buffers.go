@@ -209,13 +209,20 @@ func (b *lazyReader) release() {
 	}
 }
 
-// lazyWriter is a bufio.Writer taken from a pool for each message and
+// lazyWriter buffers a message in a small buffer of its own and moves to
+// a pooled bufio.Writer only for a message that does not fit; that one is
 // returned once the message is flushed. It is used under the conn's wmu.
 type lazyWriter struct {
-	to   io.Writer
-	size int
-	bw   *bufio.Writer // nil while nothing is buffered
+	to    io.Writer
+	size  int
+	bw    *bufio.Writer // nil unless a large message is being written
+	n     int           // bytes held in small
+	small [smallWriteBuf]byte
 }
+
+// smallWriteBuf holds a heartbeat, a small request or reply, a ZMTP
+// command.
+const smallWriteBuf = 512
 
 var writerPools sync.Map // int → *sync.Pool of *bufio.Writer
 
@@ -229,17 +236,33 @@ func writerPool(size int) *sync.Pool {
 
 func (w *lazyWriter) Write(p []byte) (int, error) {
 	if w.bw == nil {
+		if w.n+len(p) <= len(w.small) {
+			w.n += copy(w.small[w.n:], p)
+			return len(p), nil
+		}
 		w.bw = writerPool(w.size).Get().(*bufio.Writer)
 		w.bw.Reset(w.to)
+		if w.n > 0 {
+			k := w.n
+			w.n = 0
+			if _, err := w.bw.Write(w.small[:k]); err != nil {
+				return 0, err
+			}
+		}
 	}
 	return w.bw.Write(p)
 }
 
 // Flush writes what is buffered and, when all of it went out, returns the
-// buffer to the pool.
+// pooled buffer.
 func (w *lazyWriter) Flush() error {
 	if w.bw == nil {
-		return nil
+		if w.n == 0 {
+			return nil
+		}
+		_, err := w.to.Write(w.small[:w.n])
+		w.n = 0
+		return err
 	}
 	if err := w.bw.Flush(); err != nil {
 		return err

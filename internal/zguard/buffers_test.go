@@ -148,21 +148,30 @@ func splitMsgs(b []byte, nSmall, smallLen, largeLen int) [][]byte {
 	return out
 }
 
-// A writer holds its pooled buffer only until the flush that ends a
-// message.
+// A writer takes a pooled buffer only for a message larger than its small
+// one, and holds it only until the flush that ends the message.
 func TestLazyWriterReturnsBufferAfterFlush(t *testing.T) {
 	var out bytes.Buffer
 	w := lazyWriter{to: &out, size: 4096}
-	if _, err := w.Write([]byte("hello")); err != nil {
-		t.Fatal(err)
-	}
-	if !w.pooled() {
-		t.Fatal("a buffered write holds no buffer")
-	}
-	if err := w.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if w.pooled() || out.String() != "hello" {
-		t.Fatalf("after Flush: pooled=%v out=%q", w.pooled(), out.String())
+	small := []byte("hello")
+	large := bytes.Repeat([]byte{7}, 3000)
+	for _, msg := range [][]byte{small, large, small} {
+		out.Reset()
+		// A header, then the body: two writes of one message.
+		if _, err := w.Write(msg[:1]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write(msg[1:]); err != nil {
+			t.Fatal(err)
+		}
+		if w.pooled() != (len(msg) > smallWriteBuf) {
+			t.Fatalf("a %d-byte message: pooled=%v", len(msg), w.pooled())
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if w.pooled() || !bytes.Equal(out.Bytes(), msg) {
+			t.Fatalf("after Flush: pooled=%v, %d bytes out of %d", w.pooled(), out.Len(), len(msg))
+		}
 	}
 }
