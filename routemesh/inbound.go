@@ -191,6 +191,13 @@ func (n *Node) routerFrame(id string, frame []byte) {
 // connection (transport.Events.OnFrame). A panic there is the listener
 // actor's failure, as one in readRouter is.
 func (n *Node) onRouterFrame(id string, frame []byte, err error) {
+	if !n.routerOpen.Load() {
+		select {
+		case <-n.routerReady:
+		case <-n.ctx.Done():
+			return
+		}
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			gp := &goroutinePanic{value: r, stack: debug.Stack()}

@@ -165,6 +165,7 @@ func Start(ctx context.Context, cfg *Config, deps Deps) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, sys: deps.System, parent: deps.Parent, store: deps.Store, calls: newCallTable(),
 		ready: make(chan struct{})}
+	n.routerReady = make(chan struct{})
 	n.gen = ident.Generation()
 	n.beats.n = n
 	n.rid = cfg.RID
