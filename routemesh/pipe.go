@@ -103,19 +103,22 @@ func (p *pipe) close() {
 // idle gives up slices grown large by a burst.
 //
 // The loop runs only while there is something to send: when it finds both
-// lanes empty it marks the writer idle and its goroutine ends; the next
-// caller that queues into an idle writer starts it again (spawn). An idle
-// connection thus holds no writer goroutine — at rest a side of a
-// connection costs its reader goroutine alone, plus a writer for the
-// instant of each heartbeat — and the loop's buffers stay with the writer
-// (loopState), so a restart allocates nothing.
+// lanes empty it marks the writer idle and lingers for writerLinger (a
+// caller that queues meanwhile wakes it); then its goroutine ends, and the
+// next caller that queues starts it again (spawn). A busy pipe's loop is
+// woken, as a parked goroutine; a connection at rest holds no writer
+// goroutine most of the time — its reader alone, plus a writer for a
+// moment after each heartbeat — and the loop's buffers stay with the
+// writer (loopState), so a restart allocates nothing.
 type writer struct {
 	mu   sync.Mutex
 	data []wire.Envelope // queued requests and sends (at most hwm)
 	ctl  []outItem       // queued control items (at most ctlMax), in order
-	// idle: no loop runs (or the one running is about to end); the next
-	// caller that queues starts one.
-	idle bool
+	// idle: the lanes were empty when the loop last looked; the next
+	// caller that queues wakes the loop (parked: it lingers, waiting on
+	// wake) or starts one (it ended).
+	idle, parked bool
+	wake         chan struct{} // buffered 1: at most one signal per park
 	// spawn starts run on a goroutine of its own; false when it cannot
 	// (the node stopped). nil: a plain goroutine (tests). Both are func
 	// values made once: a start allocates nothing.
@@ -146,6 +149,7 @@ func newWriter(hwm int, send func([]byte) error, onError func(error)) *writer {
 		send:     send,
 		onError:  onError,
 		maxBatch: 1 << 20,
+		wake:     make(chan struct{}, 1),
 	}
 	w.runFn = w.run
 	return w
@@ -172,11 +176,11 @@ func (w *writer) submit(e wire.Envelope) error {
 		return errSendQueueFull
 	}
 	w.data = append(w.data, e)
-	wake := w.idle
-	w.idle = false
+	wake, parked := w.idle, w.parked
+	w.idle, w.parked = false, false
 	w.mu.Unlock()
 	if wake {
-		w.signal()
+		w.signal(parked)
 	}
 	return nil
 }
@@ -198,11 +202,11 @@ func (w *writer) queueControl(it *outItem) error {
 		return errSlowPeer
 	}
 	w.ctl = append(w.ctl, *it)
-	wake := w.idle
-	w.idle = false
+	wake, parked := w.idle, w.parked
+	w.idle, w.parked = false, false
 	w.mu.Unlock()
 	if wake {
-		w.signal()
+		w.signal(parked)
 	}
 	return nil
 }
@@ -228,8 +232,8 @@ func (w *writer) stop() {
 	w.once.Do(func() {
 		close(w.quit)
 		w.mu.Lock()
-		start := w.idle
-		w.idle = false
+		start := w.idle && !w.parked // a parked loop wakes on quit
+		w.idle = w.idle && w.parked
 		w.mu.Unlock()
 		if start && !w.start() {
 			w.finish() // the node stopped: on the caller's goroutine
@@ -237,9 +241,13 @@ func (w *writer) stop() {
 	})
 }
 
-// signal starts the loop of a writer that was idle (the caller found it
-// idle and cleared the flag under mu).
-func (w *writer) signal() {
+// signal wakes the lingering loop of a writer that was idle, or starts one
+// (the caller found it idle and cleared the flags under mu).
+func (w *writer) signal(parked bool) {
+	if parked {
+		w.wake <- struct{}{} // never blocks: one signal per park
+		return
+	}
 	if !w.start() {
 		w.mu.Lock()
 		w.idle = true // nobody runs: stop (or the next caller) sees it
@@ -269,14 +277,90 @@ type loopState struct {
 	// envelope, and no batch since held more than one.
 	quiet bool
 	probe int // batches since the last probing yield, mod quietProbe
+	// linger times the wait of an idle loop before it ends (made once).
+	linger *time.Timer
+}
+
+// writerLinger is how long an idle loop waits for more before its
+// goroutine ends: a busy pipe's loop is woken, not started again, while a
+// pipe at rest (a heartbeat every Interval) holds no writer goroutine most
+// of the time.
+const writerLinger = 100 * time.Millisecond
+
+// trimLocked gives up what a burst grew, when the loop ends after its
+// linger (w.mu held; the lanes are empty): a pipe that went quiet keeps a
+// few items of lanes and batch and a small frame buffer.
+func (w *writer) trimLocked() {
+	lp := &w.lp
+	if cap(w.data) > maxKeptLane {
+		w.data = nil
+	}
+	if cap(w.ctl) > maxKeptLane {
+		w.ctl = nil
+	}
+	if cap(lp.data) > maxKeptLane {
+		lp.data = nil
+	}
+	if cap(lp.ctl) > maxKeptLane {
+		lp.ctl = nil
+	}
+	if cap(lp.batch) > maxKeptLane {
+		lp.batch = nil
+	}
+	if cap(lp.buf) > maxKeptBuf {
+		lp.buf = nil
+	}
+}
+
+// lingerWait parks the idle loop (idle and parked are set) for at most
+// writerLinger. It reports true when a caller (or stop) woke it: the loop
+// goes on; false when it timed out with nobody waking it: the loop ends
+// (idle stays set, so the next caller starts one).
+func (w *writer) lingerWait() bool {
+	lp := &w.lp
+	if lp.linger == nil {
+		lp.linger = time.NewTimer(writerLinger)
+	} else {
+		lp.linger.Reset(writerLinger)
+	}
+	select {
+	case <-w.wake:
+		lp.linger.Stop()
+		return true
+	case <-w.quit:
+		lp.linger.Stop()
+		w.mu.Lock()
+		w.idle, w.parked = false, false
+		w.mu.Unlock()
+		return true
+	case <-lp.linger.C:
+		w.mu.Lock()
+		if w.stopped() { // stop saw a parked loop: this one finishes
+			w.idle, w.parked = false, false
+			w.mu.Unlock()
+			return true
+		}
+		if w.parked {
+			w.trimLocked()
+			w.parked = false
+			w.mu.Unlock()
+			return false
+		}
+		w.mu.Unlock()
+		// A caller cleared parked just now and is about to signal.
+		select {
+		case <-w.wake:
+		case <-w.quit:
+		}
+		return true
+	}
 }
 
 // quietProbe: a quiet writer still yields before one batch in this many.
 const quietProbe = 8
 
-// maxKeptLane is the largest lane or batch slice (in items) an idle
-// writer keeps: an idle connection holds a few hundred bytes of them, not
-// what its last burst grew (an envelope is about 160 bytes).
+// maxKeptLane is the largest lane or batch slice (in items) a writer
+// keeps once it went quiet (an envelope is about 160 bytes).
 const maxKeptLane = 64
 
 // maxKeptBuf is the largest frame buffer an idle writer keeps.
@@ -313,9 +397,9 @@ func (w *writer) loop() (idle bool) {
 	lp := &w.lp
 	// take swaps the drained slices for the queued ones; it reports
 	// whether anything was taken. With idle set, an empty take marks the
-	// writer idle (wentIdle: the loop then ends) after giving up what a
-	// burst grew — unless it is stopped: stop saw the loop running, so
-	// this loop must finish.
+	// writer idle and parked (wentIdle: the loop then lingers, and ends —
+	// giving up what a burst grew — if nobody wakes it), unless it is
+	// stopped: stop saw the loop running, so this loop must finish.
 	wentIdle := false
 	take := func(idle bool) bool {
 		if lp.di < len(lp.data) || lp.ci < len(lp.ctl) {
@@ -328,27 +412,7 @@ func (w *writer) loop() (idle bool) {
 		got := len(lp.data) > 0 || len(lp.ctl) > 0
 		lp.di, lp.ci = 0, 0
 		if !got && idle && !w.stopped() {
-			// Going idle: give up what a burst grew (the queues are
-			// empty). Under mu: once idle is set another loop may start.
-			if cap(w.data) > maxKeptLane {
-				w.data = nil
-			}
-			if cap(w.ctl) > maxKeptLane {
-				w.ctl = nil
-			}
-			if cap(lp.data) > maxKeptLane {
-				lp.data = nil
-			}
-			if cap(lp.ctl) > maxKeptLane {
-				lp.ctl = nil
-			}
-			if cap(lp.batch) > maxKeptLane {
-				lp.batch = nil
-			}
-			if cap(lp.buf) > maxKeptBuf {
-				lp.buf = nil
-			}
-			w.idle = true
+			w.idle, w.parked = true, true
 			wentIdle = true
 		}
 		w.mu.Unlock()
@@ -360,10 +424,14 @@ func (w *writer) loop() (idle bool) {
 			return false
 		}
 		if !take(true) {
-			if wentIdle {
-				return true // nothing of lp may be touched from here on
+			if !wentIdle {
+				continue // stopped: flush and finish
 			}
-			continue // stopped: flush and finish
+			wentIdle = false
+			if w.lingerWait() {
+				continue
+			}
+			return true // nothing of lp may be touched from here on
 		}
 		// A raw frame first in line goes alone, in its lane's order.
 		if lp.ci < len(lp.ctl) && lp.ctl[lp.ci].frame != nil {

@@ -71,7 +71,11 @@ func nodesCost(t *testing.T, mesh string, n int, connected bool, settled func(pr
 	var ns []*routemesh.Node
 	for i := range n {
 		o := zlink.NewOptions()
-		b := o.AddRouteMesh(mesh).SetRoutingID(fmt.Sprintf("%s-%d", mesh, i))
+		// Heartbeats every 2 s: a writer lingers a moment after each one,
+		// so the fewer there are, the closer a look comes to the standing
+		// cost.
+		b := o.AddRouteMesh(mesh).SetRoutingID(fmt.Sprintf("%s-%d", mesh, i)).
+			ConfigureLiveness(routemesh.LivenessConfig{Interval: 2 * time.Second, MaxGap: 5, LastHeard: 10 * time.Second})
 		for _, peer := range ns {
 			if connected {
 				b.AddPeer(peer.Endpoint(), peer.RID())
