@@ -88,14 +88,20 @@ func nodesCost(t *testing.T, mesh string, n int, connected bool, settled func(pr
 	}
 	var grown processCost
 	prev := processCost{goroutines: -1}
-	waitFor(t, "the process cost to settle", 30*time.Second, func() bool {
+	for deadline := time.Now().Add(60 * time.Second); ; {
 		now := measureProcess()
 		grown = processCost{goroutines: now.goroutines - before.goroutines, heap: now.heap - before.heap}
-		stable := grown.goroutines == prev.goroutines && abs64(grown.heap-prev.heap) < 256<<10
+		stable := grown.goroutines == prev.goroutines && abs64(grown.heap-prev.heap) < 512<<10
 		prev = grown
-		return stable && (settled == nil || settled(grown))
-	})
-	return grown
+		if stable && (settled == nil || settled(grown)) {
+			return grown
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: the process cost did not settle within its bounds: grew by %d goroutines and %d KiB of heap (stable: %v)",
+				mesh, grown.goroutines, grown.heap>>10, stable)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // startQuietHost is startHost without the test's logger (which keeps
