@@ -145,13 +145,17 @@ func (a *channelsActor) Receive(c actor.Context) {
 func (n *Node) headroom(v *view) map[string]uint32 {
 	out := make(map[string]uint32, len(v.owners))
 	for name, ref := range v.owners {
-		if v.paused {
-			out[name] = 0 // refusing new work: callers skip this node
-		} else {
-			out[name] = quotaHeadroom(ref)
-		}
+		out[name] = headroomOf(v, ref)
 	}
 	return out
+}
+
+// headroomOf is the headroom the node reports for one owner.
+func headroomOf(v *view, ref *actors.Ref) uint32 {
+	if v.paused {
+		return 0 // refusing new work: callers skip this node
+	}
+	return quotaHeadroom(ref)
 }
 
 func quotaHeadroom(r *actors.Ref) uint32 {

@@ -3,6 +3,7 @@ package routemesh
 import (
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -164,27 +165,59 @@ func (n *Node) readRouter() {
 			}
 			continue
 		}
-		if v, ok := n.inbnd.Load(id); ok {
-			n.onFrame(v.(*pipe), frame)
-			continue
-		}
-		f, err := wire.DecodeFrame(frame)
-		if err == nil && f.Type != wire.FrameHello {
-			err = fmt.Errorf("%w: the first frame is %v, not Hello", wire.ErrProtocol, f.Type)
-		}
-		if err != nil {
-			// A connection that does not open with a Hello is no peer:
-			// it is told why (Reject version or protocol) and closed.
-			n.cnt.protocolErrors.Add(1)
-			_ = n.ln.Send([]byte(id), undecodableReject(err))
-			n.ln.Disconnect(id)
-			continue
-		}
-		if err := n.mesh().Tell(&inboundHello{id: id, hello: f.Hello}); err != nil {
-			n.cnt.handshakeRejects.Add(1)
-			n.ln.Disconnect(id) // no pipe will let its identity go
+		n.routerFrame(id, frame)
+	}
+}
+
+// routerFrame handles one frame read from an inbound connection.
+func (n *Node) routerFrame(id string, frame []byte) {
+	if v, ok := n.inbnd.Load(id); ok {
+		n.onFrame(v.(*pipe), frame)
+		return
+	}
+	f, err := wire.DecodeFrame(frame)
+	if err == nil && f.Type != wire.FrameHello {
+		err = fmt.Errorf("%w: the first frame is %v, not Hello", wire.ErrProtocol, f.Type)
+	}
+	if err != nil {
+		// A connection that does not open with a Hello is no peer: it is
+		// told why (Reject version or protocol) and closed.
+		n.cnt.protocolErrors.Add(1)
+		_ = n.ln.Send([]byte(id), undecodableReject(err))
+		n.ln.Disconnect(id)
+		return
+	}
+	if err := n.mesh().Tell(&inboundHello{id: id, hello: f.Hello}); err != nil {
+		n.cnt.handshakeRejects.Add(1)
+		n.ln.Disconnect(id) // no pipe will let its identity go
+	}
+}
+
+// onRouterFrame is routerFrame on the goroutine that read the inbound
+// connection (transport.Events.OnFrame). A panic there is the listener
+// actor's failure, as one in readRouter is.
+func (n *Node) onRouterFrame(id string, frame []byte, err error) {
+	if !n.routerOpen.Load() {
+		select {
+		case <-n.routerReady:
+		case <-n.ctx.Done():
+			return
 		}
 	}
+	defer func() {
+		if r := recover(); r != nil {
+			gp := &goroutinePanic{value: r, stack: debug.Stack()}
+			n.log.Error().Interface("panic", r).Msg("inbound reader panicked")
+			if ref := n.listener.Load(); ref == nil || ref.TellControl(gp) != nil {
+				n.Fail(gp)
+			}
+		}
+	}()
+	if err != nil {
+		n.cnt.protocolErrors.Add(1)
+		return
+	}
+	n.routerFrame(id, frame)
 }
 
 // readConn reads one outbound pipe.
@@ -299,7 +332,7 @@ func (n *Node) dispatchAt(p *pipe, envs []wire.Envelope, now time.Time) {
 		case wire.KindReply, wire.KindError:
 			n.completeAt(l.rid, e, at)
 		default:
-			if l.peer != nil {
+			if !n.applyControl(p, e, now) && l.peer != nil {
 				_ = l.peer.Tell(&controlEnv{env: *e})
 			}
 		}

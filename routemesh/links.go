@@ -25,6 +25,7 @@ func (m *meshActor) makeReady(p *pipe) {
 		l.full[ch] = new(atomic.Bool)
 	}
 	p.link = l
+	p.live = newPipeLive(n.cfg.Liveness, time.Now())
 	p.w.maxBatch = int(min(uint64(p.w.maxBatch), max(l.recvLimit, 1<<10)))
 	// A child of the mesh actor, spawned without waiting on anyone; it
 	// starts its liveness machine in its own Started.

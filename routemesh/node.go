@@ -110,6 +110,7 @@ type Node struct {
 	cnt     counters
 	peerSeq atomic.Uint64
 	lat     histogram
+	beats   beats // the heartbeat loop of every ready pipe (heartbeat.go)
 
 	channels map[string]*channelOwner // immutable after Start
 	table    *selection.Table         // channel target table (written by the mesh actor)
@@ -161,6 +162,9 @@ type link struct {
 	draining atomic.Bool
 	peer     *actors.Ref
 	full     map[string]*atomic.Bool // per Server channel of the peer: last reported at capacity
+	// knownRev is the peer's Server-set revision the table is known to
+	// hold (memberUpdate): a heartbeat that repeats it costs no lookup.
+	knownRev atomic.Uint64
 }
 
 // Start binds the MeshNode's ROUTER, spawns its mesh actor (which spawns
@@ -175,7 +179,9 @@ func Start(ctx context.Context, cfg *Config, deps Deps) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, sys: deps.System, parent: deps.Parent, store: deps.Store, calls: newCallTable(),
 		ready: make(chan struct{})}
+	n.routerReady = make(chan struct{})
 	n.gen = ident.Generation()
+	n.beats.n = n
 	n.rid = cfg.RID
 	switch {
 	case cfg.RIDPrefix != "":
@@ -220,7 +226,7 @@ func Start(ctx context.Context, cfg *Config, deps Deps) (*Node, error) {
 		if ref := n.mesh(); ref != nil {
 			_ = ref.TellControl(&connClosed{id: id, reason: reason})
 		}
-	}, OnRefused: newRefusalLog(n.log, &n.cnt.connectionsRefused, time.Now).refused})
+	}, OnRefused: newRefusalLog(n.log, &n.cnt.connectionsRefused, time.Now).refused, OnFrame: n.onRouterFrame})
 	if err != nil {
 		closeAll()
 		if errors.Is(err, transport.ErrBadEndpoint) {
@@ -249,6 +255,7 @@ func Start(ctx context.Context, cfg *Config, deps Deps) (*Node, error) {
 		return nil, err
 	}
 
+	n.beats.start()
 	// The mesh actor does the rest in its Started, on every (re)start.
 	spec := n.meshSpec()
 	spec.Parent = deps.Parent
@@ -321,11 +328,13 @@ func (n *Node) goTracked(fn func()) bool {
 	return true
 }
 
-// goWriter runs a pipe's writer loop as a tracked goroutine. A panic in
-// the loop drops the pipe, like a failed send.
+// goWriter runs a pipe's writer loop as a tracked goroutine, now and at
+// each later start (the loop ends whenever the writer goes idle). A panic
+// in the loop drops the pipe, like a failed send. A start allocates
+// nothing: both functions are made here, once per pipe.
 func (n *Node) goWriter(w *writer) bool {
-	n.writers.Add(1)
-	if !n.goTracked(func() {
+	body := func() {
+		defer n.wg.Done()
 		defer n.writers.Done()
 		defer func() {
 			if r := recover(); r != nil {
@@ -334,11 +343,19 @@ func (n *Node) goWriter(w *writer) bool {
 			}
 		}()
 		w.run()
-	}) {
-		n.writers.Done()
-		return false
 	}
-	return true
+	w.spawn = func() bool {
+		n.goMu.Lock()
+		defer n.goMu.Unlock()
+		if n.goDone {
+			return false
+		}
+		n.wg.Add(1)
+		n.writers.Add(1)
+		go body()
+		return true
+	}
+	return w.spawn()
 }
 
 // RID returns the node's Routing ID.

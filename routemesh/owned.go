@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -59,6 +60,7 @@ func (a *listenerActor) Receive(c actor.Context) {
 	switch msg := c.Message().(type) {
 	case *actor.Started:
 		n.listener.Store(n.sys.Self(c))
+		n.routerOnce.Do(func() { n.routerOpen.Store(true); close(n.routerReady) })
 		if n.reading.CompareAndSwap(false, true) {
 			if !n.goOwned(n.listener.Load, func() { defer n.reading.Store(false); n.readRouter() }) {
 				n.reading.Store(false)
@@ -120,4 +122,10 @@ func (a *writerActor) Receive(c actor.Context) {
 type ownedFlags struct {
 	reading  atomic.Bool                // the ROUTER read loop runs
 	listener atomic.Pointer[actors.Ref] // the listener actor's current incarnation
+	// routerOpen is set, and routerReady closed, when the listener actor
+	// first started: inbound frames handed over before (Events.OnFrame)
+	// wait for it, as they waited in the listener's queue before it was read.
+	routerOpen  atomic.Bool
+	routerReady chan struct{}
+	routerOnce  sync.Once
 }

@@ -9,13 +9,11 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/zlink-go/zlink/actors"
-	"github.com/zlink-go/zlink/routemesh/internal/liveness"
 	"github.com/zlink-go/zlink/wire"
 )
 
 // Messages of a peer actor.
 type (
-	peerTick   struct{}
 	controlEnv struct{ env wire.Envelope }
 	// peerClosed is the mesh actor's news that the ready pipe's socket
 	// failed or closed. It goes through the peer actor so that a goodbye
@@ -46,9 +44,13 @@ type peerVerdict struct{ err error }
 func (e *peerVerdict) Error() string { return e.err.Error() }
 func (e *peerVerdict) Unwrap() error { return e.err }
 
-// peerActor runs one ready connection's liveness machine and applies the
-// peer's control envelopes (heartbeat, drain, goodbye). The wire is read by
-// a separate goroutine, so a slow handler never delays heartbeats.
+// peerActor stands for one ready connection: it registers the pipe with
+// the node's heartbeat loop (heartbeat.go), which runs its liveness
+// machine, and reports the pipe's end — a goodbye, a liveness loss, the
+// socket's close — to the mesh actor, once. Heartbeats, weight updates
+// and drain flags are applied by the pipe's reader (applyControl); the
+// wire is read by a separate goroutine, so a slow handler never delays
+// heartbeats.
 //
 // It reports to the mesh actor and writes nothing of the node's: Server
 // sets go to the mesh actor as memberUpdate (applied only while its pipe
@@ -57,15 +59,14 @@ func (e *peerVerdict) Unwrap() error { return e.err }
 // mesh actor the peer is lost (pending calls end with ErrPeerLost, the
 // intent reconnects); the new one stays idle until the mesh actor stops it.
 type peerActor struct {
-	n     *Node
-	mesh  *actors.Ref
-	p     *pipe
-	l     *link
-	self  *actors.Ref
-	live  *liveness.Machine
-	seq   uint64
-	timer *time.Timer
-	lost  bool
+	n    *Node
+	mesh *actors.Ref
+	p    *pipe
+	l    *link
+	self *actors.Ref
+	// registered: the pipe is in the heartbeat loop (until Stopping).
+	registered bool
+	lost       bool
 }
 
 func newPeerActor(n *Node, mesh *actors.Ref, p *pipe, l *link) *peerActor {
@@ -87,22 +88,20 @@ func (a *peerActor) Receive(c actor.Context) {
 			Producer: func() actor.Actor { return &writerActor{n: a.n, mesh: mesh, p: p} }}); err != nil {
 			panic(err)
 		}
-		now := time.Now()
-		lc := a.n.cfg.Liveness
-		a.live = liveness.New(liveness.Config{Interval: lc.Interval, MaxGap: lc.MaxGap, LastHeard: lc.LastHeard}, now)
-		a.tick(now)
+		a.registered = true
+		a.n.beats.add(p)
 	case *actor.Restarting:
-		a.stopTimer()
+		a.unregister()
 		a.reportLost(fmt.Errorf("%w: peer actor restarted", wire.ErrPeerLost))
 		a.lost = true
 	case *actor.Stopping:
-		a.stopTimer()
-	case *peerTick:
-		if a.live != nil {
-			a.tick(time.Now())
+		a.unregister()
+	case *peerLiveLost:
+		if a.registered {
+			a.reportLost(msg.reason)
 		}
 	case *controlEnv:
-		if a.live != nil {
+		if a.registered {
 			a.control(&msg.env)
 		}
 	case *peerClosed:
@@ -141,14 +140,16 @@ func (a *peerActor) release(msg any) {
 // liveness loss) was already reported; then the mesh actor drops the pipe
 // on that one and ignores the repeat.
 func (a *peerActor) closed(reason error) {
-	a.stopTimer()
+	a.unregister()
 	a.lost = true
 	_ = a.mesh.TellControl(&peerLost{p: a.p, reason: &peerVerdict{err: reason}})
 }
 
-func (a *peerActor) stopTimer() {
-	if a.timer != nil {
-		a.timer.Stop()
+// unregister takes the pipe out of the heartbeat loop.
+func (a *peerActor) unregister() {
+	if a.registered {
+		a.registered = false
+		a.n.beats.remove(a.p)
 	}
 }
 
@@ -159,75 +160,15 @@ func (a *peerActor) reportLost(reason error) {
 	}
 }
 
-func (a *peerActor) tick(now time.Time) {
-	if a.lost {
-		return
-	}
-	if last := a.p.lastRead.Load(); last != 0 {
-		a.live.FrameReceived(time.Unix(0, last))
-	}
-	out := a.live.Tick(now)
-	if out.Lost {
-		a.reportLost(fmt.Errorf("%w: liveness: %s", wire.ErrPeerLost, out.Reason))
-		return
-	}
-	if out.SendHeartbeat {
-		a.seq++
-		hb := a.n.heartbeat(a.seq)
-		if a.p.w.control(outItem{env: hb}) == nil {
-			a.live.HeartbeatSent(now)
-		}
-	}
-	d := time.Until(out.Next)
-	if d < time.Millisecond {
-		d = time.Millisecond
-	}
-	self := a.self
-	a.timer = time.AfterFunc(d, func() { _ = self.TellControl(&peerTick{}) })
-}
-
+// control applies a control envelope the reader left to the actor: a
+// goodbye, or a kind applyControl does not know (it still counts as
+// hearing from the peer).
 func (a *peerActor) control(e *wire.Envelope) {
-	now := time.Now()
-	switch e.Kind {
-	case wire.KindHeartbeat:
-		if e.Generation != 0 && e.Generation != a.l.gen {
-			a.n.cnt.lateFrames.Add(1)
-			return
-		}
-		a.live.HeartbeatReceived(now)
-		a.setDraining(e.Draining)
-		a.l.setHeadroom(e.Headroom)
-		a.memberUpdate(e)
-	case wire.KindWeightUpdate:
-		a.live.FrameReceived(now)
-		a.memberUpdate(e)
-	case wire.KindDrain:
-		a.live.FrameReceived(now)
-		a.setDraining(e.Draining)
-	case wire.KindGoodbye:
+	if e.Kind == wire.KindGoodbye {
 		a.reportLost(fmt.Errorf("%w: %w", wire.ErrPeerLost, errGoodbye))
-	default:
-		a.live.FrameReceived(now)
-	}
-}
-
-// setDraining records the peer's drain flag; a change wakes WaitReady.
-func (a *peerActor) setDraining(d bool) {
-	if a.l.draining.Swap(d) != d {
-		a.n.viewChanged()
-	}
-}
-
-// memberUpdate hands the peer's Server set to the mesh actor, the
-// table's only writer; a revision it already has is not sent again.
-func (a *peerActor) memberUpdate(e *wire.Envelope) {
-	if e.Revision == 0 || e.Generation != a.l.gen {
 		return
 	}
-	if m, ok := a.n.table.Snapshot().Member(a.l.rid); ok && m.Generation == e.Generation && m.Revision >= e.Revision {
-		return
-	}
-	_ = a.mesh.TellControl(&memberUpdate{p: a.p, gen: e.Generation, rev: e.Revision, servers: e.Servers})
+	a.p.live.heard(false, time.Now())
 }
 
 // stopAsync asks an actor to stop without waiting for it.

@@ -46,6 +46,7 @@ type pipe struct {
 	w        *writer
 	state    atomic.Uint32 // pipeState
 	lastRead atomic.Int64  // unix nanos of the last frame read
+	live     *pipeLive     // liveness; set before the pipe is ready
 
 	// set by the mesh actor during the handshake, read-only once ready
 	remote     wire.Identity
@@ -100,14 +101,32 @@ func (p *pipe) close() {
 // instead of a channel receive, contending with the callers, per envelope.
 // The lanes hold no memory before the first envelope, and a loop that goes
 // idle gives up slices grown large by a burst.
+//
+// The loop runs only while there is something to send: when it finds both
+// lanes empty it marks the writer idle and lingers for writerLinger (a
+// caller that queues meanwhile wakes it); then its goroutine ends, and the
+// next caller that queues starts it again (spawn). A busy pipe's loop is
+// woken, as a parked goroutine; a connection at rest holds no writer
+// goroutine most of the time — its reader alone, plus a writer for a
+// moment after each heartbeat — and the loop's buffers stay with the
+// writer (loopState), so a restart allocates nothing.
 type writer struct {
 	mu   sync.Mutex
 	data []wire.Envelope // queued requests and sends (at most hwm)
 	ctl  []outItem       // queued control items (at most ctlMax), in order
-	idle bool            // the loop waits on wake; the next caller wakes it
+	// idle: the lanes were empty when the loop last looked; the next
+	// caller that queues wakes the loop (parked: it lingers, waiting on
+	// wake) or starts one (it ended).
+	idle, parked bool
+	wake         chan struct{} // buffered 1: at most one signal per park
+	// spawn starts run on a goroutine of its own; false when it cannot
+	// (the node stopped). nil: a plain goroutine (tests). Both are func
+	// values made once: a start allocates nothing.
+	spawn func() bool
+	runFn func()
+	lp    loopState // owned by the running loop
 
 	hwm, ctlMax int
-	wake        chan struct{} // buffered 1
 	quit        chan struct{}
 	done        chan struct{}
 	once        sync.Once
@@ -122,16 +141,18 @@ type writer struct {
 }
 
 func newWriter(hwm int, send func([]byte) error, onError func(error)) *writer {
-	return &writer{
+	w := &writer{
 		hwm:      hwm,
 		ctlMax:   hwm + 256,
-		wake:     make(chan struct{}, 1),
 		quit:     make(chan struct{}),
 		done:     make(chan struct{}),
 		send:     send,
 		onError:  onError,
 		maxBatch: 1 << 20,
+		wake:     make(chan struct{}, 1),
 	}
+	w.runFn = w.run
+	return w
 }
 
 // stopped reports whether stop was called (a non-blocking receive: no lock).
@@ -141,14 +162,6 @@ func (w *writer) stopped() bool {
 		return true
 	default:
 		return false
-	}
-}
-
-// signal wakes the loop after a caller queued into an idle writer.
-func (w *writer) signal() {
-	select {
-	case w.wake <- struct{}{}:
-	default:
 	}
 }
 
@@ -163,11 +176,11 @@ func (w *writer) submit(e wire.Envelope) error {
 		return errSendQueueFull
 	}
 	w.data = append(w.data, e)
-	wake := w.idle
-	w.idle = false
+	wake, parked := w.idle, w.parked
+	w.idle, w.parked = false, false
 	w.mu.Unlock()
 	if wake {
-		w.signal()
+		w.signal(parked)
 	}
 	return nil
 }
@@ -189,11 +202,11 @@ func (w *writer) queueControl(it *outItem) error {
 		return errSlowPeer
 	}
 	w.ctl = append(w.ctl, *it)
-	wake := w.idle
-	w.idle = false
+	wake, parked := w.idle, w.parked
+	w.idle, w.parked = false, false
 	w.mu.Unlock()
 	if wake {
-		w.signal()
+		w.signal(parked)
 	}
 	return nil
 }
@@ -213,105 +226,231 @@ func (w *writer) controlReply(corr uint64, payload []byte, headroom map[string]u
 	return true
 }
 
-func (w *writer) stop() { w.once.Do(func() { close(w.quit) }) }
+// stop makes the loop flush the control lane, run closer and end; an
+// idle writer gets a loop to do it.
+func (w *writer) stop() {
+	w.once.Do(func() {
+		close(w.quit)
+		w.mu.Lock()
+		start := w.idle && !w.parked // a parked loop wakes on quit
+		w.idle = w.idle && w.parked
+		w.mu.Unlock()
+		if start && !w.start() {
+			w.finish() // the node stopped: on the caller's goroutine
+		}
+	})
+}
+
+// signal wakes the lingering loop of a writer that was idle, or starts one
+// (the caller found it idle and cleared the flags under mu).
+func (w *writer) signal(parked bool) {
+	if parked {
+		w.wake <- struct{}{} // never blocks: one signal per park
+		return
+	}
+	if !w.start() {
+		w.mu.Lock()
+		w.idle = true // nobody runs: stop (or the next caller) sees it
+		w.mu.Unlock()
+	}
+}
+
+func (w *writer) start() bool {
+	if w.spawn != nil {
+		return w.spawn()
+	}
+	go w.runFn()
+	return true
+}
+
+// loopState is what the loop keeps between runs: the items taken from the
+// lanes and not yet sent (ctl[ci:], data[di:]; sent items are cleared, so
+// no payload stays referenced), the batch and frame buffers, and the
+// batching heuristics.
+type loopState struct {
+	batch  []wire.Envelope
+	buf    []byte
+	data   []wire.Envelope
+	ctl    []outItem
+	di, ci int
+	// quiet: the last yield before sealing a batch brought no other
+	// envelope, and no batch since held more than one.
+	quiet bool
+	probe int // batches since the last probing yield, mod quietProbe
+	// linger times the wait of an idle loop before it ends (made once).
+	linger *time.Timer
+}
+
+// writerLinger is how long an idle loop waits for more before its
+// goroutine ends: a busy pipe's loop is woken, not started again, while a
+// pipe at rest (a heartbeat every Interval) holds no writer goroutine most
+// of the time.
+const writerLinger = 100 * time.Millisecond
+
+// trimLocked gives up what a burst grew, when the loop ends after its
+// linger (w.mu held; the lanes are empty): a pipe that went quiet keeps a
+// few items of lanes and batch and a small frame buffer.
+func (w *writer) trimLocked() {
+	lp := &w.lp
+	if cap(w.data) > maxKeptLane {
+		w.data = nil
+	}
+	if cap(w.ctl) > maxKeptLane {
+		w.ctl = nil
+	}
+	if cap(lp.data) > maxKeptLane {
+		lp.data = nil
+	}
+	if cap(lp.ctl) > maxKeptLane {
+		lp.ctl = nil
+	}
+	if cap(lp.batch) > maxKeptLane {
+		lp.batch = nil
+	}
+	if cap(lp.buf) > maxKeptBuf {
+		lp.buf = nil
+	}
+}
+
+// lingerWait parks the idle loop (idle and parked are set) for at most
+// writerLinger. It reports true when a caller (or stop) woke it: the loop
+// goes on; false when it timed out with nobody waking it: the loop ends
+// (idle stays set, so the next caller starts one).
+func (w *writer) lingerWait() bool {
+	lp := &w.lp
+	if lp.linger == nil {
+		lp.linger = time.NewTimer(writerLinger)
+	} else {
+		lp.linger.Reset(writerLinger)
+	}
+	select {
+	case <-w.wake:
+		lp.linger.Stop()
+		return true
+	case <-w.quit:
+		lp.linger.Stop()
+		w.mu.Lock()
+		w.idle, w.parked = false, false
+		w.mu.Unlock()
+		return true
+	case <-lp.linger.C:
+		w.mu.Lock()
+		if w.stopped() { // stop saw a parked loop: this one finishes
+			w.idle, w.parked = false, false
+			w.mu.Unlock()
+			return true
+		}
+		if w.parked {
+			w.trimLocked()
+			w.parked = false
+			w.mu.Unlock()
+			return false
+		}
+		w.mu.Unlock()
+		// A caller cleared parked just now and is about to signal.
+		select {
+		case <-w.wake:
+		case <-w.quit:
+		}
+		return true
+	}
+}
 
 // quietProbe: a quiet writer still yields before one batch in this many.
 const quietProbe = 8
 
-// maxKeptLane is the largest lane slice (in items) an idle writer keeps.
-const maxKeptLane = 1024
+// maxKeptLane is the largest lane or batch slice (in items) a writer
+// keeps once it went quiet (an envelope is about 160 bytes).
+const maxKeptLane = 64
 
-// run is the writer loop; it returns when stopped or when a send fails.
-// When stopped it first flushes what the control lane holds (a Reject or a
-// goodbye queued just before the stop), then runs closer.
+// maxKeptBuf is the largest frame buffer an idle writer keeps.
+const maxKeptBuf = 4 << 10
+
+// run is the writer loop. It returns when the lanes are empty (the writer
+// is then idle: the next caller starts it again), when stopped, or when a
+// send fails; in the last two cases it first flushes what the control
+// lane holds (a Reject or a goodbye queued just before the stop), then
+// runs closer.
 func (w *writer) run() {
-	defer close(w.done)
-	defer w.stop() // after a send failure, new submits fail fast
+	idle := false
 	defer func() {
-		if w.closer != nil {
-			w.closer()
+		if !idle { // stopped, failed, or panicking
+			w.finish()
 		}
 	}()
-	var (
-		batch = make([]wire.Envelope, 0, 256)
-		buf   []byte
-		// The items taken from the lanes and not yet sent: ctl[ci:] and
-		// data[di:]. Sent items are cleared (no payload stays referenced).
-		data   []wire.Envelope
-		ctl    []outItem
-		di, ci int
-		// quiet: the last yield before sealing a batch brought no other
-		// envelope, and no batch since held more than one.
-		quiet bool
-		probe int // batches since the last probing yield, mod quietProbe
-	)
+	idle = w.loop()
+}
+
+// finish ends the writer for good: a failed send's later submits fail
+// fast, closer runs, done closes.
+func (w *writer) finish() {
+	defer close(w.done)
+	w.stop()
+	if w.closer != nil {
+		w.closer()
+	}
+}
+
+// loop sends until the lanes are empty (true: the writer went idle) or it
+// is stopped or a send fails (false).
+func (w *writer) loop() (idle bool) {
+	lp := &w.lp
 	// take swaps the drained slices for the queued ones; it reports
 	// whether anything was taken. With idle set, an empty take marks the
-	// loop idle (it then waits on wake).
+	// writer idle and parked (wentIdle: the loop then lingers, and ends —
+	// giving up what a burst grew — if nobody wakes it), unless it is
+	// stopped: stop saw the loop running, so this loop must finish.
+	wentIdle := false
 	take := func(idle bool) bool {
-		if di < len(data) || ci < len(ctl) {
+		if lp.di < len(lp.data) || lp.ci < len(lp.ctl) {
 			return true
 		}
-		data, ctl = data[:0], ctl[:0]
+		lp.data, lp.ctl = lp.data[:0], lp.ctl[:0]
 		w.mu.Lock()
-		data, w.data = w.data, data
-		ctl, w.ctl = w.ctl, ctl
-		got := len(data) > 0 || len(ctl) > 0
-		if !got && idle {
-			w.idle = true
-			// Going idle: give up what a burst grew (the queues are empty).
-			if cap(w.data) > maxKeptLane {
-				w.data = nil
-			}
-			if cap(w.ctl) > maxKeptLane {
-				w.ctl = nil
-			}
+		lp.data, w.data = w.data, lp.data
+		lp.ctl, w.ctl = w.ctl, lp.ctl
+		got := len(lp.data) > 0 || len(lp.ctl) > 0
+		lp.di, lp.ci = 0, 0
+		if !got && idle && !w.stopped() {
+			w.idle, w.parked = true, true
+			wentIdle = true
 		}
 		w.mu.Unlock()
-		di, ci = 0, 0
-		if !got && idle {
-			if cap(data) > maxKeptLane {
-				data = nil
-			}
-			if cap(ctl) > maxKeptLane {
-				ctl = nil
-			}
-			if cap(batch) > 4*maxKeptLane {
-				batch = make([]wire.Envelope, 0, 256)
-			}
-		}
 		return got
 	}
 	for {
 		if w.stopped() {
-			w.flushControl(ctl[ci:])
-			return
+			w.flushControl(lp.ctl[lp.ci:])
+			return false
 		}
 		if !take(true) {
-			select {
-			case <-w.quit:
-			case <-w.wake:
+			if !wentIdle {
+				continue // stopped: flush and finish
 			}
-			continue
+			wentIdle = false
+			if w.lingerWait() {
+				continue
+			}
+			return true // nothing of lp may be touched from here on
 		}
 		// A raw frame first in line goes alone, in its lane's order.
-		if ci < len(ctl) && ctl[ci].frame != nil {
-			f := ctl[ci].frame
-			ctl[ci] = outItem{}
-			ci++
+		if lp.ci < len(lp.ctl) && lp.ctl[lp.ci].frame != nil {
+			f := lp.ctl[lp.ci].frame
+			lp.ctl[lp.ci] = outItem{}
+			lp.ci++
 			if !w.write(f) {
-				return
+				return false
 			}
 			continue
 		}
-		batch = batch[:0]
+		batch := lp.batch[:0]
 		size := 0
 		yielded := false
 	fill:
 		for len(batch) < 4096 {
 			switch {
-			case ci < len(ctl):
-				it := &ctl[ci]
+			case lp.ci < len(lp.ctl):
+				it := &lp.ctl[lp.ci]
 				if it.frame != nil {
 					break fill // the batch goes before the frame
 				}
@@ -322,9 +461,9 @@ func (w *writer) run() {
 				batch = append(batch, it.env)
 				size += es
 				*it = outItem{}
-				ci++
-			case di < len(data):
-				e := &data[di]
+				lp.ci++
+			case lp.di < len(lp.data):
+				e := &lp.data[lp.di]
 				es := e.Size()
 				if len(batch) > 0 && size+es > w.maxBatch {
 					break fill
@@ -332,7 +471,7 @@ func (w *writer) run() {
 				batch = append(batch, *e)
 				size += es
 				*e = wire.Envelope{}
-				di++
+				lp.di++
 			default:
 				if take(false) {
 					continue
@@ -343,7 +482,7 @@ func (w *writer) run() {
 				// on a quiet pipe (the last pass brought nothing: a caller
 				// waits for each answer), where the pass only delays the
 				// frame — except one batch in quietProbe, to notice load.
-				if !yielded && len(batch) < 16 && (!quiet || probe == 0) {
+				if !yielded && len(batch) < 16 && (!lp.quiet || lp.probe == 0) {
 					yielded = true
 					runtime.Gosched()
 					continue
@@ -351,30 +490,31 @@ func (w *writer) run() {
 				break fill
 			}
 		}
+		lp.batch = batch
 		if len(batch) == 0 {
 			continue
 		}
 		if yielded {
-			quiet = len(batch) == 1
+			lp.quiet = len(batch) == 1
 		} else if len(batch) > 1 {
-			quiet = false
+			lp.quiet = false
 		}
-		probe = (probe + 1) % quietProbe
+		lp.probe = (lp.probe + 1) % quietProbe
 		var err error
-		buf, err = wire.AppendFrame(buf[:0], &wire.Frame{Type: wire.FrameBatch, Batch: batch})
+		lp.buf, err = wire.AppendFrame(lp.buf[:0], &wire.Frame{Type: wire.FrameBatch, Batch: batch})
 		clear(batch) // drop payload references
 		if err != nil {
 			w.onError(err)
-			return
+			return false
 		}
 		// The transport is done with the buffer when Send returns; a very
 		// large one is not kept.
-		ok := w.write(buf)
-		if cap(buf) > 2<<20 {
-			buf = nil
+		ok := w.write(lp.buf)
+		if cap(lp.buf) > 2<<20 {
+			lp.buf = nil
 		}
 		if !ok {
-			return
+			return false
 		}
 	}
 }

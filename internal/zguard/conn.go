@@ -1,7 +1,6 @@
 package zguard
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/tls"
 	"errors"
@@ -20,10 +19,11 @@ import (
 // so WriteTimeout measures lack of progress, not the size of a message.
 const maxWriteChunk = 1 << 20
 
-// conn is the net.Conn zmq4 gets. Reads go through a bufio.Reader and a
-// frame parser that refuses oversized frames before zmq4 sees their length;
-// writes go through a bufio.Writer flushed per complete ZMTP message, every
-// kernel write under a deadline.
+// conn is the net.Conn zmq4 gets. Reads go through a buffered reader and
+// a frame parser that refuses oversized frames before zmq4 sees their
+// length; writes go through a buffered writer flushed per complete ZMTP
+// message, every kernel write under a deadline. Both buffers are pooled
+// while the connection is quiet (buffers.go).
 //
 // Locks: rmu and wmu are independent; mu is a leaf taken under either;
 // listener.mu is never held while taking a conn lock.
@@ -45,12 +45,12 @@ type conn struct {
 	fb        *firstByteConn
 
 	rmu  sync.Mutex // guards br, rp, rerr
-	br   *bufio.Reader
+	br   *lazyReader
 	rp   frameParser
 	rerr error
 
 	wmu  sync.Mutex // guards bw, wp, werr, swallow
-	bw   *bufio.Writer
+	bw   lazyWriter
 	wp   frameParser
 	werr error
 	// swallow: what is left of the greeting a listener sent ahead of
@@ -93,13 +93,13 @@ func newConn(tcp net.Conn, tc *tls.Conn, tlsUp bool, cfg Config, ln *listener, s
 		ln:       ln,
 		remote:   raw.RemoteAddr().String(),
 		deadline: start.Add(cfg.HandshakeTimeout),
-		br:       bufio.NewReaderSize(raw, cfg.ReadBufferSize),
+		br:       newLazyReader(raw, cfg.ReadBufferSize),
 		rp:       newFrameParser(cfg.MaxFrame),
 		wp:       newFrameParser(math.MaxInt64),
 		closedCh: make(chan struct{}),
 	}
 	c.rp.withCapture(handshakeCmdLimit)
-	c.bw = bufio.NewWriterSize(deadlineWriter{c: raw, timeout: cfg.WriteTimeout}, cfg.WriteBufferSize)
+	c.bw = lazyWriter{to: &deadlineWriter{c: raw, timeout: cfg.WriteTimeout}, size: cfg.WriteBufferSize}
 	c.firstByte = c.deadline
 	if ln != nil {
 		// An accepted conn first has FirstByteTimeout to send anything.
@@ -464,18 +464,24 @@ func (c *conn) SetReadDeadline(time.Time) error  { return nil }
 func (c *conn) SetWriteDeadline(time.Time) error { return nil }
 
 // deadlineWriter writes to the kernel in chunks of at most maxWriteChunk,
-// each under its own deadline.
+// each under its own deadline: at least 7/8 of the timeout from the
+// chunk's start (the deadline set last is kept while that much of it is
+// left, so a busy connection does not reset its timer for every write).
 type deadlineWriter struct {
 	c       net.Conn
 	timeout time.Duration
+	until   time.Time // the write deadline set last
 }
 
-func (w deadlineWriter) Write(p []byte) (int, error) {
+func (w *deadlineWriter) Write(p []byte) (int, error) {
 	n := 0
 	for n < len(p) {
 		end := min(len(p), n+maxWriteChunk)
-		if err := w.c.SetWriteDeadline(time.Now().Add(w.timeout)); err != nil {
-			return n, err
+		if now := time.Now(); w.until.Sub(now) < w.timeout-w.timeout/8 {
+			w.until = now.Add(w.timeout)
+			if err := w.c.SetWriteDeadline(w.until); err != nil {
+				return n, err
+			}
 		}
 		k, err := w.c.Write(p[n:end])
 		n += k

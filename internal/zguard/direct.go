@@ -191,6 +191,12 @@ type Received struct {
 // zmq4's own queue does).
 func (in *Inbound) ReadDirect(queue int) { in.msgs = make(chan Received, queue) }
 
+// ReadDirectFunc is ReadDirect without the queue: each connection's
+// reader goroutine hands each message to fn itself, in order, and waits
+// for it to return (a slow fn holds up that connection's reads only).
+// Messages stays nil. Call it before the listeners listen.
+func (in *Inbound) ReadDirectFunc(fn func(Received)) { in.fn = fn }
+
 // Messages is where direct reads deliver (nil without ReadDirect). A
 // connection's messages arrive in order.
 func (in *Inbound) Messages() <-chan Received { return in.msgs }
@@ -201,7 +207,7 @@ func (c *conn) pumpInbound() error {
 	c.mu.Lock()
 	id := c.identity
 	c.mu.Unlock()
-	msgs := c.cfg.Inbound.msgs
+	msgs, fn := c.cfg.Inbound.msgs, c.cfg.Inbound.fn
 	for {
 		frame, err := c.readMessage()
 		if err != nil && !errors.Is(err, ErrMultipart) {
@@ -209,6 +215,10 @@ func (c *conn) pumpInbound() error {
 		}
 		if !c.spoke.Load() {
 			c.spoke.Store(true) // the first message: it is not silent
+		}
+		if fn != nil {
+			fn(Received{Identity: id, Frame: frame, Err: err})
+			continue
 		}
 		select {
 		case msgs <- Received{Identity: id, Frame: frame, Err: err}:

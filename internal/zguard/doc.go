@@ -77,7 +77,16 @@
 // (Outbound.Recv) while zmq4's reader is parked after the handshake; on a
 // listener's connections (Inbound.ReadDirect) the goroutine zmq4 started
 // to read each one reads its messages into one queue (Inbound.Messages),
-// without zmq4's per-message allocations and re-queueing.
+// or hands each to the owner's function (Inbound.ReadDirectFunc),
+// without zmq4's per-message allocations and re-queueing. DialDealer
+// dials without a zmq4 socket at all: zmq4.Open runs the DEALER's ZMTP
+// handshake on the guarded connection, which the owner then reads and
+// writes directly (no goroutine of zmq4's is left behind).
+//
+// A connection holds its 64 KiB read and write buffers only while bytes
+// move: both come from a pool, and a quiet connection waits for bytes in
+// a 512-byte buffer of its own and writes small messages from another
+// (buffers.go).
 //
 // # Use
 //

@@ -126,7 +126,7 @@ func (l *listener) accepted(raw net.Conn, now time.Time) {
 	}
 	c := newConn(raw, tc, false, l.cfg, l, now)
 	c.src, c.known, c.fb = src, known, fb
-	c.direct = l.cfg.Inbound != nil && l.cfg.Inbound.msgs != nil
+	c.direct = l.cfg.Inbound != nil && (l.cfg.Inbound.msgs != nil || l.cfg.Inbound.fn != nil)
 	if !l.track(c) {
 		c.closeWith(ErrClosedLocally, false)
 		return
@@ -383,6 +383,8 @@ type Inbound struct {
 	// msgs, when made (ReadDirect), carries every message read directly
 	// from the listeners' connections.
 	msgs chan Received
+	// fn, when set (ReadDirectFunc), takes them instead.
+	fn func(Received)
 }
 
 func (in *Inbound) add(l *listener) {

@@ -203,3 +203,34 @@ func TestLostReasonString(t *testing.T) {
 		t.Fatal("LostReason strings")
 	}
 }
+
+// Both ends of a connection must beat at the same interval: a machine at
+// the default 500 ms whose peer beats every second sends two heartbeats
+// per answer, so its gap grows by one a second and the peer is lost for
+// the gap (not for silence) after about MaxGap seconds
+// (docs/operations.md, "Sizing").
+func TestMachine_PeerAtHalfTheRateIsLostForTheGap(t *testing.T) {
+	cfg := DefaultConfig()
+	m := New(cfg, t0)
+	var lostAt time.Duration
+	for k := 0; k <= 40 && lostAt == 0; k++ {
+		now := t0.Add(time.Duration(k) * cfg.Interval)
+		if k%2 == 0 && k > 0 {
+			m.HeartbeatReceived(now) // the peer's, every second
+		}
+		out := m.Tick(now)
+		if out.Lost {
+			if out.Reason != GapExceeded {
+				t.Fatalf("lost for %v, want the gap", out.Reason)
+			}
+			lostAt = now.Sub(t0)
+			break
+		}
+		if out.SendHeartbeat {
+			m.HeartbeatSent(now)
+		}
+	}
+	if lostAt == 0 || lostAt > time.Duration(cfg.MaxGap+2)*time.Second {
+		t.Fatalf("a peer at half the rate lost at %v; want within about MaxGap (%d) seconds", lostAt, cfg.MaxGap)
+	}
+}

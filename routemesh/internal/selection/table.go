@@ -78,6 +78,13 @@ func (v *View) Member(rid string) (Member, bool) {
 	return m.clone(), true
 }
 
+// Knows reports whether the view holds rid's generation gen at revision
+// rev or later, without copying the member (Member copies its channels).
+func (v *View) Knows(rid string, gen, rev uint64) bool {
+	m, ok := v.members[rid]
+	return ok && m.Generation == gen && m.Revision >= rev
+}
+
 // Members returns every member, sorted by RID.
 func (v *View) Members() []Member {
 	out := make([]Member, 0, len(v.members))

@@ -252,3 +252,22 @@ func checkView(t *rapid.T, v *View, want map[string]Member, channels []string) {
 		}
 	}
 }
+
+// Knows says whether the view holds a member's generation at a revision
+// or later, as Member would, without copying it.
+func TestView_Knows(t *testing.T) {
+	tb := NewTable()
+	tb.Apply(Member{RID: "a", Generation: 7, Revision: 3, Servers: map[string]uint16{"match": 1}})
+	v := tb.Snapshot()
+	for _, c := range []struct {
+		rid      string
+		gen, rev uint64
+		want     bool
+	}{
+		{"a", 7, 3, true}, {"a", 7, 2, true}, {"a", 7, 4, false}, {"a", 8, 1, false}, {"b", 7, 1, false},
+	} {
+		if got := v.Knows(c.rid, c.gen, c.rev); got != c.want {
+			t.Errorf("Knows(%s, %d, %d) = %v, want %v", c.rid, c.gen, c.rev, got, c.want)
+		}
+	}
+}

@@ -34,6 +34,14 @@ type Events struct {
 	// handshake deadlines, malformed handshakes, TLS), with the peer's
 	// host:port. It runs on a transport goroutine and must not block.
 	OnRefused func(remote string, reason error)
+	// OnFrame, optional, lets the listener hand each inbound frame (as
+	// Recv would return it, ErrMalformed included) to this function on
+	// the goroutine that read it — one per connection, a connection's
+	// frames in order — instead of queueing it for Recv: one goroutine
+	// hand-off less per frame. A listener may ignore it (memnet does), so
+	// the caller still reads Recv. It must not block for long: it holds
+	// up its connection's reads.
+	OnFrame func(identity string, frame []byte, err error)
 }
 
 // Listener is a bound endpoint shared by every inbound pipe.

@@ -47,7 +47,8 @@ type TLSRefusal struct {
 }
 
 // ZMQ is the production transport: one zmq4 ROUTER bound through the
-// zgtcp:// guard, and one zmq4 DEALER per outbound pipe. ctx is the parent
+// zgtcp:// guard, and per outbound pipe one guarded connection that zmq4
+// opened as a DEALER. ctx is the parent
 // of every socket it makes: cancelling it ends them.
 type ZMQ struct {
 	ctx context.Context
@@ -80,7 +81,17 @@ func (t *ZMQ) Listen(endpoint string, ev Events) (Listener, error) {
 	// Each connection counts as pending until the node's handshake has
 	// authenticated it (zmqListener.Authenticated).
 	g.AwaitAuth = true
-	g.Inbound.ReadDirect(inboundQueue)
+	if on := ev.OnFrame; on != nil {
+		g.Inbound.ReadDirectFunc(func(m zguard.Received) {
+			if m.Err != nil {
+				on(m.Identity, nil, fmt.Errorf("%w: %w", ErrMalformed, m.Err))
+				return
+			}
+			on(m.Identity, m.Frame, nil)
+		})
+	} else {
+		g.Inbound.ReadDirect(inboundQueue)
+	}
 	if on := ev.OnClosed; on != nil {
 		g.OnConnClosed = func(ce zguard.ConnEvent) {
 			// A connection refused for claiming a live identity is not the
@@ -118,27 +129,25 @@ func (t *ZMQ) Listen(endpoint string, ev Events) (Listener, error) {
 	return &zmqListener{s: r, inbound: g.Inbound, done: make(chan struct{})}, nil
 }
 
-// Dial connects a DEALER with identity to endpoint.
+// Dial connects an outbound pipe with identity to endpoint: the ZMTP
+// handshake of a DEALER, run by zmq4 (zguard.DialDealer), on a guarded
+// connection the pipe then reads and writes itself. No zmq4 socket is
+// kept: it would hold two goroutines per pipe that never run.
 func (t *ZMQ) Dial(ctx context.Context, endpoint, identity string) (Conn, error) {
-	ep, err := zguard.Endpoint(endpoint)
-	if err != nil {
+	if _, err := zguard.Endpoint(endpoint); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	g := t.cfg.Guard
-	g.Outbound = &zguard.Outbound{}
-	d := zmq4.NewDealer(zguard.WithConfig(t.ctx, g), zmq4.WithID(zmq4.SocketIdentity(identity)),
-		zmq4.WithDialerMaxRetries(0), zmq4.WithDialerTimeout(t.cfg.DialTimeout))
-	if err := d.Dial(ep); err != nil {
-		_ = d.Close()
+	out := &zguard.Outbound{}
+	if err := zguard.DialDealer(t.ctx, t.cfg.Guard, endpoint, identity, t.cfg.DialTimeout, out); err != nil {
 		if on := t.cfg.OnTLSRefused; on != nil && errors.Is(err, zguard.ErrTLS) {
 			on(TLSRefusal{Peer: endpoint, Err: err})
 		}
 		return nil, err
 	}
-	return &zmqConn{s: d, out: g.Outbound}, nil
+	return &zmqConn{out: out}, nil
 }
 
 // inboundQueue is how many messages read from inbound connections wait for
@@ -160,7 +169,8 @@ func (l *zmqListener) Authenticated(identity string) { l.inbound.Authenticated(i
 func (l *zmqListener) Addr() net.Addr { return l.s.Addr() }
 
 // Recv takes the next message the inbound connections' readers read
-// directly (zguard.Inbound.ReadDirect), not zmq4's ROUTER queue.
+// directly (zguard.Inbound.ReadDirect), not zmq4's ROUTER queue. With
+// Events.OnFrame it only waits for Close.
 func (l *zmqListener) Recv() (string, []byte, error) {
 	select {
 	case m := <-l.inbound.Messages():
@@ -192,18 +202,15 @@ func (l *zmqListener) Close() error {
 }
 
 type zmqConn struct {
-	s      zmq4.Socket
 	out    *zguard.Outbound
 	closed atomic.Bool
 }
 
-// Send writes to the dialed connection directly (zguard.Outbound.Send), not
-// through the DEALER, which starts a goroutine per send. The DEALER itself
-// only dials and runs the ZMTP handshake.
+// Send writes to the dialed connection directly (zguard.Outbound.Send).
 func (c *zmqConn) Send(frame []byte) error { return c.out.Send(frame) }
 
 // Recv reads the dialed connection directly (zguard.Outbound.Recv) on the
-// pipe's reader goroutine: no zmq4 reader goroutine and channel in between.
+// pipe's reader goroutine.
 func (c *zmqConn) Recv() ([]byte, error) {
 	frame, err := c.out.Recv()
 	if err != nil {
@@ -220,5 +227,5 @@ func (c *zmqConn) Recv() ([]byte, error) {
 
 func (c *zmqConn) Close() error {
 	c.closed.Store(true)
-	return c.s.Close()
+	return c.out.Close()
 }

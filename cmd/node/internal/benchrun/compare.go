@@ -47,7 +47,7 @@ var cmpImpls = map[string]cmpImpl{}
 
 // cmpImplOrder is the order of the implementations in a round and in the
 // report; ZLink first (every ratio is against it).
-var cmpImplOrder = []string{"zlink", "protoactor", "zmq4", "tcp", "zlink-tls"}
+var cmpImplOrder = []string{"zlink", "protoactor", "zmq4", "tcp", "zlink-tls", "zlink-gpc"}
 
 var errCmpClosed = errors.New("benchrun: compare: client closed")
 

@@ -246,7 +246,8 @@ func (r *CompareResult) label(impl string) string {
 // Goals of the issue ("Two-process speed", item 3).
 const (
 	goalCmpPipeVsProto = 1.5  // pipelined 64 B rate >= 1.5x Proto.Actor remote
-	goalCmpPipeVsTCP   = 0.25 // pipelined 64 B rate >= 25% of raw TCP
+	goalCmpPipeVsTCP   = 0.35 // pipelined 64 B rate >= 35% of raw TCP (issue 26, item 4)
+	goalCmpGPCVsProto  = 1.2  // goroutine per call, pipelined 64 B rate >= 1.2x Proto.Actor's pipelined
 	goalCmpCPUVsProto  = 0.6  // CPU per round trip (both processes) <= 0.6x Proto.Actor's
 	goalCmpP50VsProto  = 0.6  // lockstep p50 <= 0.6x Proto.Actor's
 	goalCmpP99VsZMQ    = 1.5  // lockstep p99 <= 1.5x raw zmq4
@@ -291,6 +292,23 @@ func cmpEvaluateGoals(r *CompareResult) []CmpGoal {
 		text := strings.Replace(strings.Replace(size, "KiB", " KiB", 1), "4B", "4 B", 1)
 		ratioGoal("lock"+size+"-p50-vs-protoactor", "lockstep "+text+" p50 latency, ZLink ÷ Proto.Actor remote", size+"-lockstep", "protoactor", p50, false, goalCmpP50VsProto)
 		ratioGoal("lock"+size+"-p99-vs-zmq4", "lockstep "+text+" p99 latency, ZLink ÷ raw zmq4", size+"-lockstep", "zmq4", p99, false, goalCmpP99VsZMQ)
+	}
+	if sc := r.scenario("64B-pipelined"); sc != nil {
+		// The quotient of the two medians (neither is ZLink's own
+		// CallFuture run, which VsZlink divides by).
+		gpc, pa := sc.impl("zlink-gpc"), sc.impl("protoactor")
+		if gpc != nil && pa != nil {
+			g := CmpGoal{ID: "pipe64-gpc-vs-protoactor", Text: "pipelined 64 B rate, ZLink with a goroutine per call (1000 goroutines in Node.Call) ÷ Proto.Actor remote",
+				Scenario: sc.Name, Target: fmt.Sprintf(">= %.2fx", goalCmpGPCVsProto)}
+			if gpc.Rate.N > 0 && pa.Rate.N > 0 && pa.Rate.Median > 0 {
+				g.Value = gpc.Rate.Median / pa.Rate.Median
+				g.Met = g.Value >= goalCmpGPCVsProto
+				g.Range = fmt.Sprintf("medians %.0f ÷ %.0f rt/s", gpc.Rate.Median, pa.Rate.Median)
+			} else {
+				g.Detail = "no successful run"
+			}
+			out = append(out, g)
+		}
 	}
 	if sc := r.scenario("16KiB-pipelined"); sc != nil {
 		if z := sc.impl("zlink"); z != nil {

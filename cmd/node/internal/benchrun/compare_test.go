@@ -235,3 +235,31 @@ func TestCmpTopOfProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCmpEvaluateGoals_GoroutinePerCall: the goroutine-per-call row is
+// judged against Proto.Actor's pipelined rate (the quotient of the two
+// medians), met at 1.2x.
+func TestCmpEvaluateGoals_GoroutinePerCall(t *testing.T) {
+	for _, c := range []struct {
+		gpc, pa float64
+		met     bool
+	}{{130_000, 100_000, true}, {110_000, 100_000, false}} {
+		r := &CompareResult{Scenarios: []CmpScenario{{
+			Name: "64B-pipelined",
+			Impls: []CmpImplSummary{
+				{Impl: "zlink"},
+				{Impl: "protoactor", Rate: CmpStat{Median: c.pa, N: 3}},
+				{Impl: "zlink-gpc", Rate: CmpStat{Median: c.gpc, N: 3}},
+			},
+		}}}
+		var g *CmpGoal
+		for _, x := range cmpEvaluateGoals(r) {
+			if x.ID == "pipe64-gpc-vs-protoactor" {
+				g = &x
+			}
+		}
+		if g == nil || g.Met != c.met || g.Value != c.gpc/c.pa {
+			t.Fatalf("%v ÷ %v: goal %+v, want met=%v", c.gpc, c.pa, g, c.met)
+		}
+	}
+}

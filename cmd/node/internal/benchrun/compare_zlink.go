@@ -3,6 +3,8 @@ package benchrun
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	zlink "github.com/zlink-go/zlink"
@@ -33,6 +35,57 @@ func init() {
 			return cmpDialZlink(ctx, cmpClientRID, map[string]string{cmpServerRID: endpoint}, nil)
 		},
 	}
+	cmpImpls["zlink-gpc"] = cmpImpl{
+		name:  "zlink-gpc",
+		label: "ZLink, goroutine per call",
+		about: "the zlink server; client node Call (lockstep) / window goroutines each calling Node.Call in a loop (pipelined): a gateway with a goroutine per player",
+		serve: cmpServeZlink,
+		dial: func(ctx context.Context, endpoint string, _ cmpDialOpts) (cmpClient, error) {
+			c, err := cmpDialZlink(ctx, cmpClientRID, map[string]string{cmpServerRID: endpoint}, nil)
+			if err != nil {
+				return nil, err
+			}
+			return cmpZlinkPerCall{c}, nil
+		},
+	}
+}
+
+// cmpZlinkPerCall is the zlink client whose pipelined run keeps window
+// goroutines each calling Node.Call in a loop (the blocking call, the Go
+// way), instead of one goroutine keeping window CallFutures.
+type cmpZlinkPerCall struct{ *cmpZlinkClient }
+
+func (c cmpZlinkPerCall) pipelined(payload []byte, window int, next func() bool) (int, error) {
+	ctx, cancel := context.WithTimeout(c.ctx, cmpCallTimeout+time.Minute)
+	defer cancel()
+	var (
+		got  atomic.Int64
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		ferr error
+	)
+	for range window {
+		wg.Go(func() {
+			for next() {
+				out, err := c.node.Call(ctx, cmpChannel, cmpPacket, payload)
+				if err == nil && len(out) != len(payload) {
+					err = errEchoMismatch
+				}
+				if err != nil {
+					mu.Lock()
+					if ferr == nil {
+						ferr = fmt.Errorf("zlink call: %w", err)
+					}
+					mu.Unlock()
+					cancel()
+					return
+				}
+				got.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return int(got.Load()), ferr
 }
 
 func cmpEcho(_ *routemesh.Context, p []byte) ([]byte, error) { return p, nil }

@@ -9,7 +9,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strconv"
@@ -413,11 +415,14 @@ func scaleMeasure(ctx context.Context, spec scaleSpec) (scaleResult, error) {
 	if err != nil {
 		return r, err
 	}
+	stopProfile := scaleProfile(fmt.Sprintf("%s-%d", mix, n))
 	cpu0 := cmpProcessCPU()
 	if err := sleepCtx(ctx, spec.Window); err != nil {
+		stopProfile()
 		return r, err
 	}
 	cpu := cmpProcessCPU() - cpu0
+	stopProfile()
 	after, err := locationtest.ReadLoad(spec.Addr)
 	if err != nil {
 		return r, err
@@ -729,4 +734,23 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// scaleProfile writes a CPU profile of the idle window into the directory
+// ZLINK_SCALE_PROFILE names (unset: none), as <run>.cpu.pprof; it returns
+// the function that ends it.
+func scaleProfile(run string) func() {
+	dir := os.Getenv("ZLINK_SCALE_PROFILE")
+	if dir == "" {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(dir, run+".cpu.pprof"))
+	if err != nil {
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return func() {}
+	}
+	return func() { pprof.StopCPUProfile(); _ = f.Close() }
 }

@@ -1,0 +1,69 @@
+package routemesh
+
+import (
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zlink-go/zlink/routemesh/internal/selection"
+	"github.com/zlink-go/zlink/wire"
+)
+
+// A heartbeat allocates nothing at rest: the beat loop's tick (machine,
+// envelope, control lane), the writer's start, encoding and send (its
+// loop runs for the heartbeat and ends when idle), and the reader's
+// applying of the peer's heartbeat.
+func TestHeartbeatAllocatesNothing(t *testing.T) {
+	cfg := DefaultConfig()
+	n := &Node{cfg: &cfg, gen: 7, table: selection.NewTable()}
+	n.beats.n = n
+	n.v.Store(&view{state: NodeReady, revision: 3, weights: map[string]uint16{"echo": 10}, owners: nil})
+	t0 := time.Unix(1_000_000, 0)
+	n.beats.epoch = t0
+	iv := cfg.Liveness.Interval
+
+	p := &pipe{id: "p", node: n, closed: make(chan struct{})}
+	sent := make(chan int, 1)
+	p.w = newWriter(16, func(f []byte) error { sent <- len(f); return nil }, func(err error) { t.Error(err) })
+	p.w.idle = true // no loop yet: the first heartbeat starts one
+	p.link = &link{rid: "peer", gen: 9, p: p, full: map[string]*atomic.Bool{"echo": new(atomic.Bool)}}
+	p.live = newPipeLive(cfg.Liveness, t0)
+	p.state.Store(uint32(pipeReady))
+	n.beats.mu.Lock()
+	p.live.idx = 0
+	n.beats.pipes = append(n.beats.pipes, p)
+	n.beats.mu.Unlock()
+
+	in := wire.Envelope{Kind: wire.KindHeartbeat, Generation: 9, Revision: 4, Servers: map[string]uint16{"echo": 1},
+		Headroom: map[string]uint32{"echo": 5}, Seq: 1}
+	p.link.knownRev.Store(4) // the table holds the peer's revision 4
+	k, frames := 0, 0
+	idle := func() bool {
+		p.w.mu.Lock()
+		defer p.w.mu.Unlock()
+		return p.w.idle
+	}
+	step := func() {
+		k++
+		now := t0.Add(time.Duration(k) * iv)
+		n.applyControl(p, &in, now) // the peer's heartbeat, read
+		n.beats.tick(now)           // ours, due at every tick
+		if <-sent > 0 {
+			frames++
+		}
+		for !idle() { // the loop ends once the lanes are empty
+			runtime.Gosched()
+		}
+	}
+	step() // the lanes, the batch and the buffer grow once
+	if allocs := testing.AllocsPerRun(200, step); allocs != 0 {
+		t.Fatalf("a heartbeat allocates %.1f times; want 0", allocs)
+	}
+	if frames != 202 {
+		t.Fatalf("%d heartbeats sent in 202 ticks; want one per tick", frames)
+	}
+	if p.live.lost {
+		t.Fatal("the peer was declared lost though it sent a heartbeat every tick")
+	}
+}
