@@ -5,6 +5,7 @@ import (
 	"go/build"
 	"go/parser"
 	"go/token"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -211,4 +212,94 @@ func types(e ast.Expr) string {
 		return "[]" + types(e.Elt)
 	}
 	return "?"
+}
+
+// complexityDebt lists the functions still above the complexity limit,
+// each with the complexity it may not exceed; the next change to each
+// splits it (docs/status.md). A function not listed may not pass the
+// limit, and a listed one may not grow.
+var complexityDebt = map[string]int{
+	"routemesh/pipe.go:loop":                                       28, // the writer: to become a pure batcher with tests of its own
+	"internal/zguard/conn.go:Read":                                 27,
+	"internal/zguard/listener.go:greet":                            27,
+	"cmd/node/internal/benchrun/compare_report.go:CompareMarkdown": 31,
+}
+
+// TestComplexity_NoFunctionAboveTheLimit computes the cyclomatic
+// complexity (1 + if, for, range, case, &&, ||) of every non-test
+// function outside the packages made for tests: none is above 25.
+func TestComplexity_NoFunctionAboveTheLimit(t *testing.T) {
+	const limit = 25
+	skip := []string{"test", "examples", ".git", "testdata", "location/locationtest", "internal/cdptest", "internal/zguard/tlstest", "routemesh/internal/transport/memnet"}
+	funcs := 0
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			for _, s := range skip {
+				if path == s || strings.HasPrefix(path, s+"/") || strings.HasPrefix(path, "readme-program-") {
+					return filepath.SkipDir
+				}
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			return err
+		}
+		for _, decl := range f.Decls {
+			fd, ok := decl.(*ast.FuncDecl)
+			if !ok || fd.Body == nil {
+				continue
+			}
+			funcs++
+			c, key := complexity(fd.Body), filepath.ToSlash(path)+":"+fd.Name.Name
+			if max, ok := complexityDebt[key]; ok {
+				if c > max {
+					t.Errorf("%s: complexity %d, above its listed %d: split it", key, c, max)
+				}
+				continue
+			}
+			if c > limit {
+				t.Errorf("%s: complexity %d, above %d: split it", key, c, limit)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if funcs < 1000 {
+		t.Fatalf("measured %d functions: the walk no longer sees the code", funcs)
+	}
+}
+
+func complexity(body *ast.BlockStmt) int {
+	c := 1
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			return false // counted on its own terms: a closure is not its parent's branches
+		case *ast.IfStmt, *ast.ForStmt, *ast.RangeStmt:
+			c++
+		case *ast.CaseClause:
+			if n.List != nil {
+				c++
+			}
+		case *ast.CommClause:
+			if n.Comm != nil {
+				c++
+			}
+		case *ast.BinaryExpr:
+			if n.Op == token.LAND || n.Op == token.LOR {
+				c++
+			}
+		}
+		return true
+	})
+	return c
 }

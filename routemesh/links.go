@@ -83,49 +83,57 @@ func (m *meshActor) dropPipe(p *pipe, reason error) {
 		m.adm.PipeClosed(p.id)
 	}
 	if wasReady && p.link != nil {
-		l := p.link
-		if errors.Is(reason, errGoodbye) {
-			n.cnt.peersDeparted.Add(1)
-		} else {
-			n.cnt.peersLost.Add(1)
-		}
-		m.wentAway(l.rid, errors.Is(reason, errGoodbye), reason, time.Now())
-		if m.adm != nil {
-			// The lifecycle is gone only when no other pipe (a duplicate
-			// that replaced this one) is current for it.
-			if _, _, ok := m.adm.Current(l.rid); !ok {
-				m.adm.PeerLost(l.rid, l.gen)
-			}
-		}
-		if cur := n.load().links[l.rid]; cur == l {
-			n.update(func(v *view) { v.links = withLink(v.links, l.rid, nil) })
-			n.table.Remove(l.rid, l.gen)
-		}
-		if l.peer != nil {
-			stopAsync(l.peer)
-		}
-		lost := fmt.Errorf("%w: %s: %v", wire.ErrPeerLost, l.rid, reason)
-		if errors.Is(reason, wire.ErrPeerLost) {
-			lost = reason
-		}
-		n.calls.failPipe(p.id, lost)
-		n.log.Info().Str("peer", l.rid).Str("pipe", p.id).Str("reason", errString(reason)).Msg("peer lost")
-		if ap := m.auto[l.rid]; ap != nil {
-			ap.since = time.Now()
-		}
-		// Intents that were satisfied by this link dial again.
-		for _, in := range m.intents {
-			if in.rid == l.rid && in.p == nil && in.state == PeerReady {
-				in.state = PeerNotConnected
-				in.since = time.Now()
-				m.tryUpgrade(in)
-				m.retry(in, reason)
-			}
-		}
+		m.linkLost(p, reason)
 	}
 	if in := p.intent; in != nil && in.p == p {
 		in.p = nil
 		if in.state != PeerNotRequired {
+			m.tryUpgrade(in)
+			m.retry(in, reason)
+		}
+	}
+}
+
+// linkLost is dropPipe's part for a ready pipe: the peer went away (or
+// said goodbye); its link leaves the view, its calls end, the intents it
+// satisfied dial again.
+func (m *meshActor) linkLost(p *pipe, reason error) {
+	n := m.n
+	l := p.link
+	if errors.Is(reason, errGoodbye) {
+		n.cnt.peersDeparted.Add(1)
+	} else {
+		n.cnt.peersLost.Add(1)
+	}
+	m.wentAway(l.rid, errors.Is(reason, errGoodbye), reason, time.Now())
+	if m.adm != nil {
+		// The lifecycle is gone only when no other pipe (a duplicate
+		// that replaced this one) is current for it.
+		if _, _, ok := m.adm.Current(l.rid); !ok {
+			m.adm.PeerLost(l.rid, l.gen)
+		}
+	}
+	if cur := n.load().links[l.rid]; cur == l {
+		n.update(func(v *view) { v.links = withLink(v.links, l.rid, nil) })
+		n.table.Remove(l.rid, l.gen)
+	}
+	if l.peer != nil {
+		stopAsync(l.peer)
+	}
+	lost := fmt.Errorf("%w: %s: %v", wire.ErrPeerLost, l.rid, reason)
+	if errors.Is(reason, wire.ErrPeerLost) {
+		lost = reason
+	}
+	n.calls.failPipe(p.id, lost)
+	n.log.Info().Str("peer", l.rid).Str("pipe", p.id).Str("reason", errString(reason)).Msg("peer lost")
+	if ap := m.auto[l.rid]; ap != nil {
+		ap.since = time.Now()
+	}
+	// Intents that were satisfied by this link dial again.
+	for _, in := range m.intents {
+		if in.rid == l.rid && in.p == nil && in.state == PeerReady {
+			in.state = PeerNotConnected
+			in.since = time.Now()
 			m.tryUpgrade(in)
 			m.retry(in, reason)
 		}
