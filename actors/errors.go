@@ -12,7 +12,7 @@ var (
 	// System has shut down. Same value as zlink.ErrStopped.
 	ErrStopped = zerr.ErrStopped
 	// ErrTimeout is returned when a request found no reply before its
-	// deadline. Same value as zlink.ErrTimeout and wire.ErrTimeout.
+	// deadline. Same value as zlink.ErrTimeout and zerr.ErrTimeout.
 	ErrTimeout = zerr.ErrTimeout
 	// ErrNameTaken is returned by Spawn when the parent already has a child
 	// of that name.

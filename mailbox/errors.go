@@ -8,7 +8,7 @@ import (
 
 // ErrMailboxFull is returned (inside a *FullError) when an owner's mailbox
 // refuses a message because its message budget or its byte budget is spent.
-// It is the same value as zlink.ErrMailboxFull and wire.ErrMailboxFull (the
+// It is the same value as zlink.ErrMailboxFull and zerr.ErrMailboxFull (the
 // value lives in internal/zerr so that every layer returns one error).
 var ErrMailboxFull = zerr.ErrMailboxFull
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zlink-go/zlink/actors"
+	"github.com/zlink-go/zlink/internal/zerr"
 	"github.com/zlink-go/zlink/wire"
 )
 
@@ -253,9 +254,9 @@ func (n *Node) callAsync(a *asyncCall, channel, rid, packet string, payload []by
 	// failed for shutdown, between the target lookup and the registration.
 	if lost, down := l.p != nil && l.p.getState() == pipeClosed, n.callsClosed.Load(); lost || down {
 		if p := n.calls.take(corr); p != nil {
-			err := fmt.Errorf("%w: %s: connection closed", wire.ErrPeerLost, l.rid)
+			err := fmt.Errorf("%w: %s: connection closed", zerr.ErrPeerLost, l.rid)
 			if down {
-				err = wire.ErrShuttingDown
+				err = zerr.ErrShuttingDown
 			}
 			p.finish(result{err: err})
 		}

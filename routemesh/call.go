@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/zlink-go/zlink/internal/zerr"
 	"github.com/zlink-go/zlink/wire"
 )
 
@@ -50,10 +51,10 @@ func (n *Node) directTarget(rid string) (*link, error) {
 		l = v.links[rid]
 	}
 	if l == nil {
-		return nil, fmt.Errorf("%w: no ready MeshNode %q in mesh %s", wire.ErrNoTarget, rid, n.cfg.Mesh)
+		return nil, fmt.Errorf("%w: no ready MeshNode %q in mesh %s", zerr.ErrNoTarget, rid, n.cfg.Mesh)
 	}
 	if l.objectRole == uint8(ObjectClient) {
-		return nil, fmt.Errorf("%w: MeshNode %q is an Object Client", wire.ErrNoTarget, rid)
+		return nil, fmt.Errorf("%w: MeshNode %q is an Object Client", zerr.ErrNoTarget, rid)
 	}
 	return l, nil
 }
@@ -79,7 +80,7 @@ func (n *Node) submitOneWay(ctx context.Context, l *link, e wire.Envelope) error
 
 func (n *Node) submitCtx(ctx context.Context, l *link, e wire.Envelope) error {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%w: %w", wire.ErrCancelled, err)
+		return fmt.Errorf("%w: %w", zerr.ErrCancelled, err)
 	}
 	return n.submit(l, e)
 }
@@ -106,7 +107,7 @@ func (n *Node) roundTrip(ctx context.Context, l *link, e wire.Envelope) ([]byte,
 	if hasDeadline {
 		wait = time.Until(deadline)
 		if wait <= 0 {
-			return nil, fmt.Errorf("%w: %w", wire.ErrTimeout, context.DeadlineExceeded)
+			return nil, fmt.Errorf("%w: %w", zerr.ErrTimeout, context.DeadlineExceeded)
 		}
 	} else {
 		wait = DefaultRequestTimeout
@@ -142,9 +143,9 @@ func (n *Node) roundTrip(ctx context.Context, l *link, e wire.Envelope) ([]byte,
 		if n.calls.take(corr) != nil {
 			n.calls.release(p)
 			if down {
-				return nil, wire.ErrShuttingDown
+				return nil, zerr.ErrShuttingDown
 			}
-			return nil, fmt.Errorf("%w: %s: connection closed", wire.ErrPeerLost, l.rid)
+			return nil, fmt.Errorf("%w: %s: connection closed", zerr.ErrPeerLost, l.rid)
 		}
 	}
 	var r result
@@ -173,7 +174,7 @@ func (n *Node) roundTrip(ctx context.Context, l *link, e wire.Envelope) ([]byte,
 
 func ctxError(err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%w: %w", wire.ErrTimeout, err)
+		return fmt.Errorf("%w: %w", zerr.ErrTimeout, err)
 	}
-	return fmt.Errorf("%w: %w", wire.ErrCancelled, err)
+	return fmt.Errorf("%w: %w", zerr.ErrCancelled, err)
 }

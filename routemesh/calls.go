@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zlink-go/zlink/wire"
+	"github.com/zlink-go/zlink/internal/zerr"
 )
 
 // result is the one terminal outcome of a call.
@@ -55,7 +55,7 @@ func (p *pending) finish(r result) {
 
 // timeoutError is the result of a call the table ended at its deadline.
 func (p *pending) timeoutError() error {
-	return fmt.Errorf("%w: no reply from %s within %v", wire.ErrTimeout, p.rid, p.timeout)
+	return fmt.Errorf("%w: no reply from %s within %v", zerr.ErrTimeout, p.rid, p.timeout)
 }
 
 // callTable correlates requests with replies and guarantees exactly one

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/zlink-go/zlink/internal/ident"
-	"github.com/zlink-go/zlink/wire"
+	"github.com/zlink-go/zlink/internal/zerr"
 )
 
 // jitter returns d scaled by a random factor in [0.5, 1.5).
@@ -71,7 +71,7 @@ func (m *meshActor) onDialDone(msg *dialDone) {
 	p.conn = msg.conn
 	n := m.n
 	p.w = newWriter(n.cfg.Socket.SendHWM, p.conn.Send, func(err error) {
-		_ = n.mesh().TellControl(&pipeFailed{p: p, err: fmt.Errorf("%w: %w", wire.ErrPeerLost, err)})
+		_ = n.mesh().TellControl(&pipeFailed{p: p, err: fmt.Errorf("%w: %w", zerr.ErrPeerLost, err)})
 	})
 	p.w.closer = func() { _ = p.conn.Close() }
 	m.pipes[p.id] = p

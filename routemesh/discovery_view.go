@@ -6,8 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/zlink-go/zlink/internal/zerr"
 	"github.com/zlink-go/zlink/location"
-	"github.com/zlink-go/zlink/wire"
 )
 
 // MeshView is the mesh as the node's discovery last read it from the
@@ -62,7 +62,7 @@ func (n *Node) WaitMeshView(ctx context.Context, ticket uint64) (*MeshView, erro
 		case <-ctx.Done():
 			return v, fmt.Errorf("zlink: mesh %s: no fresh read of the mesh: %w", n.cfg.Mesh, ctx.Err())
 		case <-n.dctx.Done():
-			return v, fmt.Errorf("zlink: mesh %s: no fresh read of the mesh: %w", n.cfg.Mesh, wire.ErrShuttingDown)
+			return v, fmt.Errorf("zlink: mesh %s: no fresh read of the mesh: %w", n.cfg.Mesh, zerr.ErrShuttingDown)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/zlink-go/zlink/actors"
+	"github.com/zlink-go/zlink/internal/zerr"
 	"github.com/zlink-go/zlink/wire"
 )
 
@@ -49,7 +50,7 @@ func (m *meshActor) drain() error {
 		if err := v.refusal(n); err != nil {
 			return err
 		}
-		return wire.ErrShuttingDown
+		return zerr.ErrShuttingDown
 	}
 	v := n.update(func(v *view) {
 		if v.state == NodeReady {
@@ -99,7 +100,7 @@ func (m *meshActor) undrain() error {
 		if err := v.refusal(n); err != nil {
 			return err
 		}
-		return wire.ErrShuttingDown
+		return zerr.ErrShuttingDown
 	}
 	v := n.update(func(v *view) {
 		if v.state == NodeDraining {
@@ -133,7 +134,7 @@ func (n *Node) askMesh(ctx context.Context, msg any) error {
 			if rerr := n.load().refusal(n); rerr != nil {
 				return rerr
 			}
-			return wire.ErrShuttingDown
+			return zerr.ErrShuttingDown
 		}
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/zlink-go/zlink/actors"
+	"github.com/zlink-go/zlink/internal/zerr"
 	"github.com/zlink-go/zlink/location"
 	"github.com/zlink-go/zlink/wire"
 )
@@ -163,7 +164,7 @@ func (o *ownerActor) runDeferred(h DeferredHandler, m *inbound) {
 	defer func() {
 		if p := recover(); p != nil {
 			o.n.log.Error().Str("packet", e.Packet).Interface("panic", p).Bytes("stack", debug.Stack()).Msg("deferred handler panicked")
-			r.Fail(fmt.Errorf("%w: handler panicked: %v", wire.ErrHandler, p))
+			r.Fail(fmt.Errorf("%w: handler panicked: %v", zerr.ErrHandler, p))
 		}
 	}()
 	h(r)

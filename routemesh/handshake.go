@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/zlink-go/zlink/internal/ident"
+	"github.com/zlink-go/zlink/internal/zerr"
 	"github.com/zlink-go/zlink/routemesh/internal/admission"
 	"github.com/zlink-go/zlink/routemesh/internal/handshake"
 	"github.com/zlink-go/zlink/wire"
@@ -44,7 +45,7 @@ func (m *meshActor) onHello(msg *inboundHello) {
 	p.w = newWriter(n.cfg.Socket.SendHWM, func(b []byte) error {
 		return ln.Send(idb, b)
 	}, func(err error) {
-		_ = n.mesh().TellControl(&pipeFailed{p: p, err: fmt.Errorf("%w: %w", wire.ErrPeerLost, err)})
+		_ = n.mesh().TellControl(&pipeFailed{p: p, err: fmt.Errorf("%w: %w", zerr.ErrPeerLost, err)})
 	})
 	// The pipe's end (refused, lost, closed) closes its connection too,
 	// after the last frame (a Reject, a goodbye) went out: a refused
@@ -127,7 +128,7 @@ func (m *meshActor) execute(p *pipe, out handshake.Output) {
 	case out.Ready:
 		if old := m.pipes[out.Replace]; out.Replace != "" && old != nil && old != p {
 			// The arbiter declared p ready, so it has let the old pipe go.
-			m.dropPipe(old, fmt.Errorf("%w: the peer replaced this connection", wire.ErrPeerLost))
+			m.dropPipe(old, fmt.Errorf("%w: the peer replaced this connection", zerr.ErrPeerLost))
 		}
 		m.makeReady(p)
 		if !p.outbound && p.getState() == pipeReady {
@@ -177,7 +178,7 @@ func (m *meshActor) send(p *pipe, f handshake.Frame) error {
 		// The follower listener's acknowledgement of the Auth.
 		return p.w.control(outItem{env: m.heartbeat(0)})
 	default:
-		return fmt.Errorf("%w: cannot send %v", wire.ErrProtocol, f)
+		return fmt.Errorf("%w: cannot send %v", zerr.ErrProtocol, f)
 	}
 }
 
@@ -187,7 +188,7 @@ func (m *meshActor) send(p *pipe, f handshake.Frame) error {
 func (m *meshActor) closeHandshake(p *pipe, out handshake.Output) {
 	n := m.n
 	if out.Reason == handshake.Timeout {
-		m.dropPipe(p, fmt.Errorf("%w: %s", wire.ErrPeerLost, out.Detail))
+		m.dropPipe(p, fmt.Errorf("%w: %s", zerr.ErrPeerLost, out.Detail))
 		return
 	}
 	reason := out.Reason.OnWire()

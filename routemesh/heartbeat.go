@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zlink-go/zlink/internal/zerr"
 	"github.com/zlink-go/zlink/routemesh/internal/liveness"
 	"github.com/zlink-go/zlink/wire"
 )
@@ -189,7 +190,7 @@ func (b *beats) beat(p *pipe, check, sent time.Time, hb wire.Envelope) {
 		pl.lost = true
 		pl.mu.Unlock()
 		if l := p.link; l != nil && l.peer != nil {
-			_ = l.peer.TellControl(&peerLiveLost{reason: fmt.Errorf("%w: liveness: %s", wire.ErrPeerLost, out.Reason)})
+			_ = l.peer.TellControl(&peerLiveLost{reason: fmt.Errorf("%w: liveness: %s", zerr.ErrPeerLost, out.Reason)})
 		}
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zlink-go/zlink/actors"
+	"github.com/zlink-go/zlink/internal/zerr"
 	"github.com/zlink-go/zlink/mailbox"
 	"github.com/zlink-go/zlink/routemesh/internal/transport"
 	"github.com/zlink-go/zlink/wire"
@@ -45,7 +46,7 @@ func (n *Node) deliverAt(from *link, e *wire.Envelope, at time.Time) error {
 	v := n.load()
 	owner, err := n.ownerFor(v, e.Channel)
 	if err == nil && v.paused {
-		err = fmt.Errorf("%w: admission paused: %d handlers are hung", wire.ErrBusy, v.hung)
+		err = fmt.Errorf("%w: admission paused: %d handlers are hung", zerr.ErrBusy, v.hung)
 		owner = nil
 	}
 	if owner != nil {
@@ -73,7 +74,7 @@ func (n *Node) deliverAt(from *link, e *wire.Envelope, at time.Time) error {
 func (n *Node) admissionError(err error) error {
 	var full *mailbox.FullError
 	if errors.As(err, &full) {
-		return fmt.Errorf("%w: %s", wire.ErrBusy, full.Error())
+		return fmt.Errorf("%w: %s", zerr.ErrBusy, full.Error())
 	}
 	if errors.Is(err, actors.ErrStopped) {
 		if r := n.load().refusal(n); r != nil {
@@ -86,7 +87,7 @@ func (n *Node) admissionError(err error) error {
 
 // errOwnerRestarting answers a message whose owner is being restarted: it
 // was not run, so the caller may retry it.
-var errOwnerRestarting = fmt.Errorf("%w: the handler owner is restarting", wire.ErrBusy)
+var errOwnerRestarting = fmt.Errorf("%w: the handler owner is restarting", zerr.ErrBusy)
 
 func (n *Node) ownerFor(v *view, channel string) (*actors.Ref, error) {
 	if channel == "" {
@@ -101,7 +102,7 @@ func (n *Node) ownerFor(v *view, channel string) (*actors.Ref, error) {
 	if co := n.channels[channel]; co != nil && co.role == RoleServer {
 		return nil, errOwnerRestarting
 	}
-	return nil, fmt.Errorf("%w: %w: %s", wire.ErrNoTarget, ErrUnknownChannel, channel)
+	return nil, fmt.Errorf("%w: %w: %s", zerr.ErrNoTarget, ErrUnknownChannel, channel)
 }
 
 // reply sends a reply or error envelope back to the caller's link. A reply
@@ -177,7 +178,7 @@ func (n *Node) routerFrame(id string, frame []byte) {
 	}
 	f, err := wire.DecodeFrame(frame)
 	if err == nil && f.Type != wire.FrameHello {
-		err = fmt.Errorf("%w: the first frame is %v, not Hello", wire.ErrProtocol, f.Type)
+		err = fmt.Errorf("%w: the first frame is %v, not Hello", zerr.ErrProtocol, f.Type)
 	}
 	if err != nil {
 		// A connection that does not open with a Hello is no peer: it is
@@ -229,7 +230,7 @@ func (n *Node) readConn(p *pipe) {
 				n.cnt.protocolErrors.Add(1)
 				continue
 			}
-			_ = n.mesh().TellControl(&pipeFailed{p: p, err: fmt.Errorf("%w: %w", wire.ErrPeerLost, err)})
+			_ = n.mesh().TellControl(&pipeFailed{p: p, err: fmt.Errorf("%w: %w", zerr.ErrPeerLost, err)})
 			return
 		}
 		n.onFrame(p, frame)

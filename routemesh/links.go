@@ -11,7 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/zlink-go/zlink/actors"
-	"github.com/zlink-go/zlink/wire"
+	"github.com/zlink-go/zlink/internal/zerr"
 )
 
 // makeReady turns an admitted pipe into a ready link.
@@ -120,8 +120,8 @@ func (m *meshActor) linkLost(p *pipe, reason error) {
 	if l.peer != nil {
 		stopAsync(l.peer)
 	}
-	lost := fmt.Errorf("%w: %s: %v", wire.ErrPeerLost, l.rid, reason)
-	if errors.Is(reason, wire.ErrPeerLost) {
+	lost := fmt.Errorf("%w: %s: %v", zerr.ErrPeerLost, l.rid, reason)
+	if errors.Is(reason, zerr.ErrPeerLost) {
 		lost = reason
 	}
 	n.calls.failPipe(p.id, lost)

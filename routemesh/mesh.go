@@ -7,6 +7,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/zlink-go/zlink/actors"
+	"github.com/zlink-go/zlink/internal/zerr"
 	"github.com/zlink-go/zlink/location"
 	"github.com/zlink-go/zlink/routemesh/internal/admission"
 	"github.com/zlink-go/zlink/routemesh/internal/selection"
@@ -124,13 +125,13 @@ func (m *meshActor) Receive(c actor.Context) {
 	case *actor.Started:
 		m.start(c)
 	case *actor.Restarting:
-		m.teardown(fmt.Errorf("%w: the MeshNode's actors restarted", wire.ErrPeerLost))
+		m.teardown(fmt.Errorf("%w: the MeshNode's actors restarted", zerr.ErrPeerLost))
 	case *actor.Stopping:
 		// Stopped by Stop, or by the host restarting (which spawns a new
 		// mesh actor next): only the first is a shutdown for the calls.
-		reason := error(wire.ErrShuttingDown)
+		reason := error(zerr.ErrShuttingDown)
 		if st := m.n.State(); st != NodeStopping && st != NodeStopped {
-			reason = fmt.Errorf("%w: the MeshNode's actors restarted", wire.ErrPeerLost)
+			reason = fmt.Errorf("%w: the MeshNode's actors restarted", zerr.ErrPeerLost)
 		}
 		m.teardown(reason)
 	case *channelsUp:
@@ -171,7 +172,7 @@ func (m *meshActor) onConnection(msg any) bool {
 		m.dropPipe(msg.p, msg.err)
 	case *connClosed:
 		if p := m.pipes[msg.id]; p != nil && !p.outbound {
-			m.dropPipe(p, fmt.Errorf("%w: connection closed: %v", wire.ErrPeerLost, msg.reason))
+			m.dropPipe(p, fmt.Errorf("%w: connection closed: %v", zerr.ErrPeerLost, msg.reason))
 		}
 	case *peerLost:
 		m.dropPipe(msg.p, msg.reason)

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/zlink-go/zlink/internal/zerr"
 	"github.com/zlink-go/zlink/routemesh/internal/selection"
 	"github.com/zlink-go/zlink/wire"
 )
@@ -23,7 +24,7 @@ func (n *Node) Multicast(ctx context.Context, channel, packet string, payload []
 	cands, ls := n.candidates(v, channel, make([]selection.Candidate, 0, 8), nil)
 	targets, _ := selection.Multicast(cands)
 	if len(targets) == 0 {
-		return nil, fmt.Errorf("%w: no eligible remote Server on %s", wire.ErrNoTarget, channel)
+		return nil, fmt.Errorf("%w: no eligible remote Server on %s", zerr.ErrNoTarget, channel)
 	}
 	out := make([]MemberResult, len(targets))
 	var wg sync.WaitGroup

@@ -13,6 +13,7 @@ import (
 
 	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/internal/ident"
+	"github.com/zlink-go/zlink/internal/zerr"
 	"github.com/zlink-go/zlink/internal/zguard"
 	"github.com/zlink-go/zlink/location"
 	"github.com/zlink-go/zlink/routemesh/internal/selection"
@@ -48,7 +49,7 @@ func envelopeLimit(frameLimit uint64) uint64 {
 	return frameLimit - frameSlack
 }
 
-var errSendQueueFull = fmt.Errorf("%w: send queue to peer full (SendHWM)", wire.ErrBusy)
+var errSendQueueFull = fmt.Errorf("%w: send queue to peer full (SendHWM)", zerr.ErrBusy)
 
 // Deps are what a MeshNode needs from its host.
 type Deps struct {
@@ -339,7 +340,7 @@ func (n *Node) goWriter(w *writer) bool {
 		defer func() {
 			if r := recover(); r != nil {
 				n.log.Error().Interface("panic", r).Msg("pipe writer panicked")
-				w.onError(fmt.Errorf("%w: writer panicked: %v", wire.ErrPeerLost, r))
+				w.onError(fmt.Errorf("%w: writer panicked: %v", zerr.ErrPeerLost, r))
 			}
 		}()
 		w.run()

@@ -10,7 +10,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/zlink-go/zlink/actors"
-	"github.com/zlink-go/zlink/wire"
+	"github.com/zlink-go/zlink/internal/zerr"
 )
 
 // Some work must run on a goroutine of its own (a blocking socket read, a
@@ -114,7 +114,7 @@ type writerActor struct {
 
 func (a *writerActor) Receive(c actor.Context) {
 	if _, ok := c.Message().(*actor.Restarting); ok {
-		_ = a.mesh.TellControl(&pipeFailed{p: a.p, err: fmt.Errorf("%w: writer restarted", wire.ErrPeerLost)})
+		_ = a.mesh.TellControl(&pipeFailed{p: a.p, err: fmt.Errorf("%w: writer restarted", zerr.ErrPeerLost)})
 	}
 }
 

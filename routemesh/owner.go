@@ -11,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/zlink-go/zlink/actors"
+	"github.com/zlink-go/zlink/internal/zerr"
 	"github.com/zlink-go/zlink/mailbox"
 	"github.com/zlink-go/zlink/wire"
 )
@@ -77,7 +78,7 @@ func (o *ownerActor) stopping(m *inbound) {
 // handler: handlers recover their own panics) with ErrHandler.
 func (o *ownerActor) MessageFailed(msg any) {
 	if m, ok := msg.(*inbound); ok {
-		o.refuse(m, fmt.Errorf("%w: the owner failed before running the handler", wire.ErrHandler))
+		o.refuse(m, fmt.Errorf("%w: the owner failed before running the handler", zerr.ErrHandler))
 	}
 }
 
@@ -97,7 +98,7 @@ func (o *ownerActor) MessageDropped(msg any) {
 // refuse ends an admitted message without running it.
 func (o *ownerActor) refuse(m *inbound, err error) {
 	if err == nil {
-		err = wire.ErrShuttingDown
+		err = zerr.ErrShuttingDown
 	}
 	if m.env.Kind == wire.KindRequest {
 		o.served.of(m.env.Packet).result(err)
@@ -134,7 +135,7 @@ func (o *ownerActor) handleSend(m *inbound) {
 		o.served.unknown.sends.Add(1)
 		o.n.cnt.protocolErrors.Add(1)
 		if o.n.cfg.Tracer != nil {
-			o.n.traceRefused(m.from, &m.env, fmt.Errorf("%w: %q", wire.ErrUnknownPacket, m.env.Packet))
+			o.n.traceRefused(m.from, &m.env, fmt.Errorf("%w: %q", zerr.ErrUnknownPacket, m.env.Packet))
 		}
 		return
 	}
@@ -191,7 +192,7 @@ func arrival(m *inbound) time.Time {
 //
 //go:noinline
 func (o *ownerActor) refuseUnknown(m *inbound) {
-	err := fmt.Errorf("%w: %q", wire.ErrUnknownPacket, m.env.Packet)
+	err := fmt.Errorf("%w: %q", zerr.ErrUnknownPacket, m.env.Packet)
 	o.served.unknown.result(err)
 	o.n.traceRefused(m.from, &m.env, err)
 	o.replyError(m, err)
@@ -233,7 +234,7 @@ func (o *ownerActor) runRequest(h RequestHandler, c *Context, payload []byte) (o
 	defer func() {
 		if r := recover(); r != nil {
 			o.n.log.Error().Str("packet", c.Packet).Interface("panic", r).Bytes("stack", debug.Stack()).Msg("handler panicked")
-			err = fmt.Errorf("%w: handler panicked: %v", wire.ErrHandler, r)
+			err = fmt.Errorf("%w: handler panicked: %v", zerr.ErrHandler, r)
 		}
 	}()
 	return h(c, payload)
@@ -264,7 +265,7 @@ func handlerError(err error) error {
 	if wire.CodeOf(err) != wire.CodeHandler {
 		return err
 	}
-	return fmt.Errorf("%w: %w", wire.ErrHandler, err)
+	return fmt.Errorf("%w: %w", zerr.ErrHandler, err)
 }
 
 // deadlineCtx is a handler's context: the node's handler context plus the

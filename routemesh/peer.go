@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/zlink-go/zlink/actors"
+	"github.com/zlink-go/zlink/internal/zerr"
 	"github.com/zlink-go/zlink/wire"
 )
 
@@ -92,7 +93,7 @@ func (a *peerActor) Receive(c actor.Context) {
 		a.n.beats.add(p)
 	case *actor.Restarting:
 		a.unregister()
-		a.reportLost(fmt.Errorf("%w: peer actor restarted", wire.ErrPeerLost))
+		a.reportLost(fmt.Errorf("%w: peer actor restarted", zerr.ErrPeerLost))
 		a.lost = true
 	case *actor.Stopping:
 		a.unregister()
@@ -165,7 +166,7 @@ func (a *peerActor) reportLost(reason error) {
 // hearing from the peer).
 func (a *peerActor) control(e *wire.Envelope) {
 	if e.Kind == wire.KindGoodbye {
-		a.reportLost(fmt.Errorf("%w: %w", wire.ErrPeerLost, errGoodbye))
+		a.reportLost(fmt.Errorf("%w: %w", zerr.ErrPeerLost, errGoodbye))
 		return
 	}
 	a.p.live.heard(false, time.Now())

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zlink-go/zlink/internal/zerr"
 	"github.com/zlink-go/zlink/routemesh/internal/handshake"
 	"github.com/zlink-go/zlink/routemesh/internal/transport"
 	"github.com/zlink-go/zlink/wire"
@@ -168,7 +169,7 @@ func (w *writer) stopped() bool {
 // submit queues a request or send; ErrBusy when the data lane is full.
 func (w *writer) submit(e wire.Envelope) error {
 	if w.stopped() {
-		return wire.ErrPeerLost
+		return zerr.ErrPeerLost
 	}
 	w.mu.Lock()
 	if len(w.data) >= w.hwm {
@@ -189,7 +190,7 @@ func (w *writer) submit(e wire.Envelope) error {
 // control lane closes the pipe (errSlowPeer).
 func (w *writer) control(it outItem) error {
 	if w.stopped() {
-		return wire.ErrPeerLost
+		return zerr.ErrPeerLost
 	}
 	return w.queueControl(&it)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/internal/ident"
+	"github.com/zlink-go/zlink/internal/zerr"
 	"github.com/zlink-go/zlink/routemesh/internal/selection"
 	"github.com/zlink-go/zlink/wire"
 )
@@ -86,9 +87,9 @@ func (n *Node) selectOne(channel string) (*link, error) {
 	case selection.Picked:
 		return ls[idx], nil
 	case selection.Busy:
-		return nil, fmt.Errorf("%w: every Server of %s is at capacity", wire.ErrBusy, channel)
+		return nil, fmt.Errorf("%w: every Server of %s is at capacity", zerr.ErrBusy, channel)
 	default:
-		return nil, fmt.Errorf("%w: no ready Server with weight > 0 on %s", wire.ErrNoTarget, channel)
+		return nil, fmt.Errorf("%w: no ready Server with weight > 0 on %s", zerr.ErrNoTarget, channel)
 	}
 }
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/zlink-go/zlink/wire"
+	"github.com/zlink-go/zlink/internal/zerr"
 )
 
 // Stop shuts the node down: new operations fail with ErrShuttingDown at
@@ -52,7 +52,7 @@ func (n *Node) stop(ctx context.Context) error {
 	}
 	sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer scancel()
-	_, _ = n.mesh().RequestControl(sctx, &stopMsg{reason: wire.ErrShuttingDown})
+	_, _ = n.mesh().RequestControl(sctx, &stopMsg{reason: zerr.ErrShuttingDown})
 	err = n.mesh().Stop(sctx)
 	// Writers flush what they hold (goodbyes) before the listener closes.
 	n.writers.Wait()
@@ -72,5 +72,5 @@ func (n *Node) stopError() error {
 	if n.failErr.Load() != nil {
 		return n.failure()
 	}
-	return wire.ErrShuttingDown
+	return zerr.ErrShuttingDown
 }

@@ -2,7 +2,7 @@ package routemesh
 
 import (
 	"github.com/zlink-go/zlink/actors"
-	"github.com/zlink-go/zlink/wire"
+	"github.com/zlink-go/zlink/internal/zerr"
 )
 
 // view is the node's state as the call path reads it: one immutable value
@@ -72,7 +72,7 @@ func (v *view) refusal(n *Node) error {
 	case NodeFailed:
 		return n.failure()
 	case NodeStopping, NodeStopped:
-		return wire.ErrShuttingDown
+		return zerr.ErrShuttingDown
 	}
 	return nil
 }

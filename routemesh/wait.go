@@ -6,8 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/zlink-go/zlink/internal/zerr"
 	"github.com/zlink-go/zlink/routemesh/internal/selection"
-	"github.com/zlink-go/zlink/wire"
 )
 
 // WaitReady waits until channel has a target a call can be placed on: a
@@ -58,7 +58,7 @@ func (n *Node) waitUntil(ctx context.Context, cond func(*view) (bool, error), wh
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return fmt.Errorf("%w: %s: %w", wire.ErrNoTarget, why(), context.Cause(ctx))
+			return fmt.Errorf("%w: %s: %w", zerr.ErrNoTarget, why(), context.Cause(ctx))
 		}
 	}
 }
