@@ -47,29 +47,9 @@ func cmpPickSpotImpls(want []string) ([]string, error) {
 func cmpEvaluateSpotGoals(r *CompareResult) []CmpGoal {
 	var out []CmpGoal
 	goal := func(id, text, scen string, pick func(CmpRatios) CmpStat, atLeast bool, target float64) {
-		sc := r.scenario(scen)
-		if sc == nil {
-			return
+		if g, ok := cmpRatioGoal(r, id, text, scen, "protoactor-grain", pick, atLeast, target); ok {
+			out = append(out, g)
 		}
-		im := sc.impl("protoactor-grain")
-		if im == nil {
-			return
-		}
-		st := pick(im.VsZlink)
-		g := CmpGoal{ID: id, Text: text, Scenario: scen, Value: st.Median}
-		if atLeast {
-			g.Target = fmt.Sprintf(">= %.2fx", target)
-			g.Met = st.N > 0 && st.Median >= target
-		} else {
-			g.Target = fmt.Sprintf("<= %.2fx", target)
-			g.Met = st.N > 0 && st.Median <= target
-		}
-		if st.N > 0 {
-			g.Range = fmt.Sprintf("%.2f–%.2f, n=%d", st.Min, st.Max, st.N)
-		} else {
-			g.Detail = "no successful pair of runs"
-		}
-		out = append(out, g)
 	}
 	goal("spot-pipe64-vs-grain", "pipelined 64 B rate, ZLink Spot ÷ Proto.Actor grain", "64B-pipelined",
 		func(x CmpRatios) CmpStat { return x.Rate }, true, goalSpotPipeVsGrain)
@@ -123,18 +103,7 @@ func SpotsCompareMarkdown(r *CompareResult, source string) string {
 	if len(r.Goals) > 0 {
 		p("| goal | value: ZLink Spot ÷ Proto.Actor grain, median of the rounds (range) | target | verdict |\n|---|---|---|---|\n")
 		for _, g := range r.Goals {
-			v := "—"
-			if g.Range != "" {
-				v = fmt.Sprintf("%.2f× (%s)", g.Value, g.Range)
-			}
-			if g.Detail != "" {
-				v = strings.TrimPrefix(v+"; "+g.Detail, "—; ")
-			}
-			verdict := "**MISSED**"
-			if g.Met {
-				verdict = "met"
-			}
-			p("| %s | %s | %s | %s |\n", g.Text, v, strings.ReplaceAll(g.Target, "x", "×"), verdict)
+			p("%s", cmpGoalRow(g))
 		}
 		p("\n")
 	}

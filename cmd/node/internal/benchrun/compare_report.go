@@ -96,18 +96,7 @@ func CompareMarkdown(r *CompareResult, imgRel, source string) string {
 	if len(r.Goals) > 0 {
 		p("#### Goals (this run)\n\n| goal | value: ZLink ÷ baseline, median of the rounds (range) | target | verdict |\n|---|---|---|---|\n")
 		for _, g := range r.Goals {
-			v := "—"
-			if g.Range != "" {
-				v = fmt.Sprintf("%.2f× (%s)", g.Value, strings.ReplaceAll(g.Range, "x", "×"))
-			}
-			if g.Detail != "" {
-				v = strings.TrimPrefix(v+"; "+g.Detail, "—; ")
-			}
-			verdict := "**MISSED**"
-			if g.Met {
-				verdict = "met"
-			}
-			p("| %s | %s | %s | %s |\n", g.Text, v, strings.ReplaceAll(g.Target, "x", "×"), verdict)
+			p("%s", cmpGoalRow(g))
 		}
 		p("\n")
 	}

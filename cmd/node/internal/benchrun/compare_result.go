@@ -253,33 +253,57 @@ const (
 	goalCmpP99VsZMQ    = 1.5  // lockstep p99 <= 1.5x raw zmq4
 )
 
+// cmpRatioGoal is one goal on the ratio pick(ZLink ÷ impl) in scenario
+// scen; false when the scenario or the implementation did not run.
+func cmpRatioGoal(r *CompareResult, id, text, scen, impl string, pick func(CmpRatios) CmpStat, atLeast bool, target float64) (CmpGoal, bool) {
+	sc := r.scenario(scen)
+	if sc == nil {
+		return CmpGoal{}, false
+	}
+	im := sc.impl(impl)
+	if im == nil {
+		return CmpGoal{}, false
+	}
+	st := pick(im.VsZlink)
+	g := CmpGoal{ID: id, Text: text, Scenario: scen, Value: st.Median}
+	if atLeast {
+		g.Target = fmt.Sprintf(">= %.2fx", target)
+		g.Met = st.N > 0 && st.Median >= target
+	} else {
+		g.Target = fmt.Sprintf("<= %.2fx", target)
+		g.Met = st.N > 0 && st.Median <= target
+	}
+	if st.N > 0 {
+		g.Range = fmt.Sprintf("%.2f–%.2f, n=%d", st.Min, st.Max, st.N)
+	} else {
+		g.Detail = "no successful pair of runs"
+	}
+	return g, true
+}
+
+// cmpGoalRow is a goal's row in a report's goals table.
+func cmpGoalRow(g CmpGoal) string {
+	v := "—"
+	if g.Range != "" {
+		v = fmt.Sprintf("%.2f× (%s)", g.Value, strings.ReplaceAll(g.Range, "x", "×"))
+	}
+	if g.Detail != "" {
+		v = strings.TrimPrefix(v+"; "+g.Detail, "—; ")
+	}
+	verdict := "**MISSED**"
+	if g.Met {
+		verdict = "met"
+	}
+	return fmt.Sprintf("| %s | %s | %s | %s |\n", g.Text, v, strings.ReplaceAll(g.Target, "x", "×"), verdict)
+}
+
 // cmpEvaluateGoals checks every goal whose scenario and baseline ran.
 func cmpEvaluateGoals(r *CompareResult) []CmpGoal {
 	var out []CmpGoal
 	ratioGoal := func(id, text, scen, impl string, pick func(CmpRatios) CmpStat, atLeast bool, target float64) {
-		sc := r.scenario(scen)
-		if sc == nil {
-			return
+		if g, ok := cmpRatioGoal(r, id, text, scen, impl, pick, atLeast, target); ok {
+			out = append(out, g)
 		}
-		im := sc.impl(impl)
-		if im == nil {
-			return
-		}
-		st := pick(im.VsZlink)
-		g := CmpGoal{ID: id, Text: text, Scenario: scen, Value: st.Median}
-		if atLeast {
-			g.Target = fmt.Sprintf(">= %.2fx", target)
-			g.Met = st.N > 0 && st.Median >= target
-		} else {
-			g.Target = fmt.Sprintf("<= %.2fx", target)
-			g.Met = st.N > 0 && st.Median <= target
-		}
-		if st.N > 0 {
-			g.Range = fmt.Sprintf("%.2f–%.2f, n=%d", st.Min, st.Max, st.N)
-		} else {
-			g.Detail = "no successful pair of runs"
-		}
-		out = append(out, g)
 	}
 	rate := func(x CmpRatios) CmpStat { return x.Rate }
 	cpu := func(x CmpRatios) CmpStat { return x.CPU }
