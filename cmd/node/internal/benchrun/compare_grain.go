@@ -248,7 +248,6 @@ func cmpServeGrain(_ context.Context, f cmpServerFlags) (string, func(), error) 
 	// io.Writer CompareServerMain was given, taken before this).
 	os.Stdout = os.Stderr
 	c := cmpGrainCluster(cmpDialOpts{defaultLimits: f.defaultLimits}, host, port, amPort, []string{am}, true)
-	grpcQuiet()
 	c.StartMember()
 	return am, func() { c.Shutdown(false) }, nil
 }
@@ -266,7 +265,6 @@ type cmpGrainClient struct {
 func cmpDialGrain(ctx context.Context, endpoint string, o cmpDialOpts) (cmpClient, error) {
 	c := cmpGrainCluster(o, "127.0.0.1", 0, 0, []string{endpoint}, false)
 	g := &cmpGrainClient{c: c, provider: c.Config.ClusterProvider.(*automanaged.AutoManagedProvider), closed: make(chan struct{})}
-	grpcQuiet()
 	c.StartClient()
 	deadline := time.Now().Add(20 * time.Second)
 	// The member list's lock orders the first request after the topology

@@ -1,7 +1,6 @@
 package benchrun
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -25,18 +24,11 @@ func TestCompareBench_Spots(t *testing.T) {
 	if err := os.WriteFile(docs, []byte("# B\n\nbefore\n\n"+SpotsCompareBegin+"\nold\n"+SpotsCompareEnd+"\n\nafter\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var out bytes.Buffer
-	res, err := RunCompare(ctx, &out, CompareOptions{
+	text, res := runCompareIsolated(t, ctx, CompareOptions{
 		Spots: true, Quick: true, Rounds: 1, Lockstep: 100 * time.Millisecond, Pipelined: 150 * time.Millisecond,
 		Scenarios: []string{"64B-lockstep", "64B-pipelined"},
 		JSONPath:  filepath.Join(dir, "r.json"), DocsPath: docs,
-		launcher: testLauncher(t),
 	})
-	text := out.String()
-	t.Log("\n" + text)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if !strings.Contains(text, "compare store: redis-server 127.0.0.1:") {
 		t.Error("no store line")
 	}

@@ -1,13 +1,11 @@
 package benchrun
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
 	"log/slog"
 	"net"
-	"runtime"
 	"strconv"
 	"time"
 
@@ -103,7 +101,6 @@ type cmpProtoClient struct {
 func cmpDialProto(_ context.Context, endpoint string, o cmpDialOpts) (cmpClient, error) {
 	sys := cmpProtoSystem(o.log)
 	r := remote.NewRemote(sys, cmpProtoRemoteConfig("127.0.0.1", 0, o.defaultLimits))
-	grpcQuiet()
 	r.Start()
 	return &cmpProtoClient{sys: sys, rem: r, target: actor.NewPID(endpoint, cmpProtoEcho), closed: make(chan struct{})}, nil
 }
@@ -221,20 +218,4 @@ func (c *cmpProtoClient) lockstep(payload []byte, next func() bool) ([]time.Dura
 func (c *cmpProtoClient) pipelined(payload []byte, window int, next func() bool) (int, error) {
 	r, err := c.drive(payload, window, next, false)
 	return r.got, err
-}
-
-// grpcQuiet waits (at most 10 s) until no gRPC transport goroutine of an
-// earlier remote of this process is left: a remote's Start sets gRPC's
-// package-level logger, which those goroutines read while they wind down
-// after a shutdown (a data race -race reports; the bench process starts
-// one remote per round).
-func grpcQuiet() {
-	buf := make([]byte, 1<<20)
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
-		n := runtime.Stack(buf, true)
-		if !bytes.Contains(buf[:n], []byte("google.golang.org/grpc/internal/transport.")) {
-			return
-		}
-		time.Sleep(10 * time.Millisecond) // the poll's pace
-	}
 }

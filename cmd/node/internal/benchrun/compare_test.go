@@ -58,17 +58,10 @@ func TestCompareBench_Quick(t *testing.T) {
 	if err := os.WriteFile(docs, []byte("# B\n\nbefore\n\n"+CompareBegin+"\nold\n"+CompareEnd+"\n\nafter\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var out bytes.Buffer
-	res, err := RunCompare(ctx, &out, CompareOptions{
+	text, res := runCompareIsolated(t, ctx, CompareOptions{
 		Quick: true, Scenarios: []string{"64B-pipelined"}, Impls: []string{"protoactor"},
 		JSONPath: filepath.Join(dir, "r.json"), DocsPath: docs, ImgDir: filepath.Join(dir, "img"),
-		launcher: testLauncher(t),
 	})
-	text := out.String()
-	t.Log("\n" + text)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, impl := range []string{"zlink", "protoactor"} {
 		if !regexp.MustCompile(`compare server impl=` + impl + ` pid=\d+ endpoint=\S+`).MatchString(text) {
 			t.Errorf("no server line for %s", impl)
