@@ -49,8 +49,22 @@ func (m *meshActor) onHello(msg *inboundHello) {
 	})
 	// The pipe's end (refused, lost, closed) closes its connection too,
 	// after the last frame (a Reject, a goodbye) went out: a refused
-	// stranger keeps no connection.
-	p.w.closer = func() { ln.Disconnect(msg.id) }
+	// stranger keeps no connection. Not while the identity still routes
+	// to this pipe (a failed write ends the writer before the mesh actor
+	// drops the pipe): the listener would let the identity go, and a new
+	// connection that took it at once would have its Hello read as this
+	// pipe's; dropPipe disconnects then (inboundGone).
+	p.routed = true
+	p.w.closer = func() {
+		p.dmu.Lock()
+		if p.routed {
+			p.wantDisconnect = true
+			p.dmu.Unlock()
+			return
+		}
+		p.dmu.Unlock()
+		ln.Disconnect(msg.id)
+	}
 	m.pipes[p.id] = p
 	n.inbnd.Store(p.id, p)
 	n.goWriter(p.w)

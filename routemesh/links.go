@@ -76,6 +76,7 @@ func (m *meshActor) dropPipe(p *pipe, reason error) {
 	delete(m.pipes, p.id)
 	if !p.outbound {
 		n.inbnd.Delete(p.id)
+		p.inboundGone(n)
 	}
 	wasReady := p.getState() == pipeReady
 	p.close()

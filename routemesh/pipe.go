@@ -39,15 +39,21 @@ type outItem struct {
 // identity) is unique: RID + generation + a nonce, so duplicate pipes between
 // two nodes never share an identity.
 type pipe struct {
-	id       string
-	outbound bool
-	intent   *intent        // outbound only
-	conn     transport.Conn // outbound only
-	node     *Node
-	w        *writer
-	state    atomic.Uint32 // pipeState
-	lastRead atomic.Int64  // unix nanos of the last frame read
-	live     *pipeLive     // liveness; set before the pipe is ready
+	// dmu guards routed and wantDisconnect (a leaf): an inbound pipe's
+	// connection is disconnected only once its identity no longer routes
+	// to it (handshake.go, inboundGone).
+	dmu            sync.Mutex
+	routed         bool
+	wantDisconnect bool
+	id             string
+	outbound       bool
+	intent         *intent        // outbound only
+	conn           transport.Conn // outbound only
+	node           *Node
+	w              *writer
+	state          atomic.Uint32 // pipeState
+	lastRead       atomic.Int64  // unix nanos of the last frame read
+	live           *pipeLive     // liveness; set before the pipe is ready
 
 	// set by the mesh actor during the handshake, read-only once ready
 	remote     wire.Identity
@@ -553,4 +559,17 @@ func (w *writer) write(frame []byte) bool {
 		return false
 	}
 	return true
+}
+
+// inboundGone: the identity of inbound pipe p no longer routes to it (the
+// mesh actor dropped it from n.inbnd); a disconnect its writer's end put
+// off happens now.
+func (p *pipe) inboundGone(n *Node) {
+	p.dmu.Lock()
+	p.routed = false
+	want := p.wantDisconnect
+	p.dmu.Unlock()
+	if want {
+		n.ln.Disconnect(p.id)
+	}
 }

@@ -519,7 +519,10 @@ def sc_reconnect(args):
     for i in range(args.get("rounds", 5)):
         p = Peer(args, routing_id=b"py-again")
         p.connect(args["endpoint"])
-        rej = p.dial_handshake()
+        try:
+            rej = p.dial_handshake()
+        except Fail as e:
+            raise Fail("round %d: %s; socket events %s" % (i, e, [(ev["event"], ev["value"]) for ev in p.monitor_events(0.2)]))
         if rej is not None:
             raise Fail("round %d refused: %r" % (i, rej))
         reply_payload(p.call("echo", "echo", b"%d" % i), b"echo:%d" % i)
