@@ -1,6 +1,7 @@
 package zlink_test
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -120,6 +121,17 @@ func TestErrorTable_EverySentinelHasItsRow(t *testing.T) {
 	for ident := range rows {
 		if !idents[ident] {
 			t.Errorf("the README's error table has zlink.%s, which is not in zerr.Table", ident)
+		}
+	}
+	// docs/wire-protocol.md's error code table: a row "| name | code |"
+	// for every code that crosses the wire.
+	proto, err := os.ReadFile("docs/wire-protocol.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range zerr.Table {
+		if r.Code != 0 && !strings.Contains(string(proto), fmt.Sprintf("| %s | %d | `%s`", r.Name, r.Code, r.Ident)) {
+			t.Errorf("docs/wire-protocol.md has no error code row for %s (%d, %s)", r.Name, r.Code, r.Ident)
 		}
 	}
 }
