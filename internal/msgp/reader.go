@@ -137,53 +137,43 @@ func (r *Reader) Count(n uint64, minSize int) int {
 
 // ArrayHeader reads an array header whose elements are each at least one byte.
 func (r *Reader) ArrayHeader() int {
+	return r.container(0x90, Array16, Array32, 1, "expected array")
+}
+
+// MapHeader reads a map header (each entry at least two bytes). A msgpack
+// nil reports isNil.
+func (r *Reader) MapHeader() (n int, isNil bool) {
+	if r.PeekNil() {
+		return 0, true
+	}
+	return r.container(0x80, Map16, Map32, 2, "expected map"), false
+}
+
+// container reads the header of an array or a map: fix is its fixed
+// form's high nibble, c16 and c32 its 16- and 32-bit forms; each element
+// takes at least minSize bytes of what remains.
+func (r *Reader) container(fix, c16, c32 byte, minSize int, expected string) int {
 	c, ok := r.Byte()
 	if !ok {
 		return 0
 	}
 	var n uint64
 	switch {
-	case c&0xf0 == 0x90:
+	case c&0xf0 == fix:
 		n = uint64(c & 0x0f)
-	case c == Array16:
+	case c == c16:
 		n = r.BE(2)
-	case c == Array32:
+	case c == c32:
 		n = r.BE(4)
 	default:
 		r.Off--
-		r.Fail("expected array")
+		r.Fail(expected)
 		return 0
 	}
-	return r.Count(n, 1)
+	return r.Count(n, minSize)
 }
 
-// mapHeader reads a map header (each entry at least two bytes). A msgpack
-// nil reports isNil.
-func (r *Reader) MapHeader() (n int, isNil bool) {
-	if r.PeekNil() {
-		return 0, true
-	}
-	c, ok := r.Byte()
-	if !ok {
-		return 0, false
-	}
-	var m uint64
-	switch {
-	case c&0xf0 == 0x80:
-		m = uint64(c & 0x0f)
-	case c == Map16:
-		m = r.BE(2)
-	case c == Map32:
-		m = r.BE(4)
-	default:
-		r.Off--
-		r.Fail("expected map")
-		return 0, false
-	}
-	return r.Count(m, 2), false
-}
-
-// uint reads a non-negative integer in any msgpack integer form and checks
+// Uint reads a non-negative integer in any msgpack integer form and checks
 // it against max.
 func (r *Reader) Uint(max uint64) uint64 {
 	c, ok := r.Byte()
