@@ -98,7 +98,7 @@ func (n *Node) directSpec() actors.Spec {
 		Name: "direct", Kind: "owner",
 		MaxMessages: n.cfg.Socket.MailboxMessageBudget, MaxBytes: n.cfg.Socket.MailboxByteBudget,
 		Producer: func() actor.Actor {
-			return &ownerActor{n: n, requests: n.cfg.directRequests, sends: n.cfg.directSends, deferred: n.cfg.directDeferred,
+			return &ownerActor{n: n, requests: n.cfg.directRequests, sends: n.cfg.directSends,
 				pool: n.directPool, track: n.directTrack, served: n.directServed}
 		},
 	}

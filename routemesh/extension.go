@@ -71,10 +71,14 @@ func (b *MeshBuilder) Extend(name string, f ExtensionFactory) *MeshBuilder {
 }
 
 // HandleDirectDeferred registers a Node-direct request handler that
-// answers later: h runs on the direct owner's actor, in arrival order, so
-// it must return at once without blocking (hand the request on) and end
-// the Request exactly once later, from any goroutine,
-// with Reply or Fail. Until then the request counts as the node's work
+// answers later: h runs on the goroutine that delivers the request (the
+// connection's reader for a remote caller, the caller's own for a local
+// one), in arrival order per connection, without crossing the direct
+// owner's mailbox — so it must return at once without blocking (hand the
+// request on) and end the Request exactly once later, from any goroutine,
+// with Reply or Fail. It does not wait behind the direct owner's other
+// handlers, and the direct owner's budgets do not count it (bound what it
+// hands on where it hands it: a Spot's mailbox has its own). Until then the request counts as the node's work
 // (Drain and Stop wait for it). Meant for extensions (their handlers are
 // allowed on every object role); the packet name must not collide with
 // any other Node-direct handler.
@@ -152,18 +156,31 @@ func (r *Request) Fail(err error) {
 // Done reports whether the request has been ended.
 func (r *Request) Done() bool { return r.done.Load() }
 
-// runDeferred hands an admitted request to its deferred handler; a
-// panicking handler ends the request with ErrHandler.
-func (o *ownerActor) runDeferred(h DeferredHandler, m *inbound) {
-	e := &m.env
-	r := &Request{From: m.from.rid, RID: o.n.rid, Packet: e.Packet, Payload: e.Payload, OneWay: e.Kind == wire.KindSend,
-		Deadline: time.Now().Add(time.Duration(e.TimeoutMs) * time.Millisecond), n: o.n, to: m.from, corr: e.Corr, Trace: e.Trace}
+// deferredFor returns the deferred handler of a Node-direct request or
+// send, or nil.
+func (n *Node) deferredFor(e *wire.Envelope) DeferredHandler {
+	if e.Channel != "" || (e.Kind != wire.KindRequest && e.Kind != wire.KindSend) {
+		return nil
+	}
+	return n.cfg.directDeferred[e.Packet]
+}
+
+// runDeferred hands an admitted request (counted in the node's work) to
+// its deferred handler on the delivering goroutine; a panicking handler
+// ends the request with ErrHandler. at is when the envelope arrived (zero:
+// now).
+func (n *Node) runDeferred(h DeferredHandler, from *link, e *wire.Envelope, at time.Time) {
+	if at.IsZero() {
+		at = time.Now()
+	}
+	r := &Request{From: from.rid, RID: n.rid, Packet: e.Packet, Payload: e.Payload, OneWay: e.Kind == wire.KindSend,
+		Deadline: at.Add(time.Duration(e.TimeoutMs) * time.Millisecond), n: n, to: from, corr: e.Corr, Trace: e.Trace}
 	if r.OneWay {
-		r.Deadline = time.Now().Add(DefaultRequestTimeout)
+		r.Deadline = at.Add(DefaultRequestTimeout)
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			o.n.log.Error().Str("packet", e.Packet).Interface("panic", p).Bytes("stack", debug.Stack()).Msg("deferred handler panicked")
+			n.log.Error().Str("packet", e.Packet).Interface("panic", p).Bytes("stack", debug.Stack()).Msg("deferred handler panicked")
 			r.Fail(fmt.Errorf("%w: handler panicked: %v", zerr.ErrHandler, p))
 		}
 	}()

@@ -51,6 +51,10 @@ func (n *Node) deliverAt(from *link, e *wire.Envelope, at time.Time) error {
 	}
 	if owner != nil {
 		n.work.add()
+		if h := n.deferredFor(e); h != nil {
+			n.runDeferred(h, from, e, at)
+			return nil
+		}
 		err = owner.Tell(&inbound{env: *e, from: from, dc: deadlineCtx{deadline: at}})
 		if err != nil {
 			n.work.done()

@@ -29,11 +29,10 @@ type ownerActor struct {
 	channel  string
 	requests map[string]RequestHandler
 	sends    map[string]SendHandler
-	deferred map[string]DeferredHandler // Node-direct scope only
-	pool     *handlerPool               // shared across restarts: running handlers
-	q        *mailbox.Quota             // the owner's budgets (from Started)
-	track    *hungTracker               // shared across restarts: running handlers' deadlines
-	served   *servedStats               // shared across restarts: what it served
+	pool     *handlerPool   // shared across restarts: running handlers
+	q        *mailbox.Quota // the owner's budgets (from Started)
+	track    *hungTracker   // shared across restarts: running handlers' deadlines
+	served   *servedStats   // shared across restarts: what it served
 }
 
 var _ actors.FailureHandler = (*ownerActor)(nil)
@@ -46,12 +45,6 @@ func (o *ownerActor) Receive(c actor.Context) {
 				o.q = ref.Quota()
 			}
 		}
-		return
-	}
-	if h := o.deferred[m.env.Packet]; h != nil && (m.env.Kind == wire.KindRequest || m.env.Kind == wire.KindSend) {
-		// Inline, in arrival order: a deferred handler only hands the
-		// request on (so per-caller order survives) and never blocks.
-		o.runDeferred(h, m)
 		return
 	}
 	// Hand it to a worker, or queue it in the pool with its budget. The
