@@ -108,7 +108,13 @@ func (a *spotActor) context(ctx context.Context, from string, chain []link, turn
 // turnContext is the Context of one turn; turn numbers the turn in the
 // activation's reentry stack (0 when the kind is not reentrant).
 func turnContext(rt *runtime, ks *kindState, act *activation, ctx context.Context, from string, chain []link, turn uint64) *Context {
-	return &Context{Context: ctx, Kind: ks.reg.name, ID: act.id, Epoch: act.epoch, From: from,
+	hc := new(Context)
+	initContext(hc, rt, ks, act, ctx, from, chain, turn)
+	return hc
+}
+
+func initContext(hc *Context, rt *runtime, ks *kindState, act *activation, ctx context.Context, from string, chain []link, turn uint64) {
+	*hc = Context{Context: ctx, Kind: ks.reg.name, ID: act.id, Epoch: act.epoch, From: from,
 		Node: rt.n, act: act, rt: rt, ks: ks, chain: chain, turn: turn}
 }
 
@@ -197,6 +203,13 @@ func (a *spotActor) runReentrant(d *delivery, t uint64) {
 	a.run(d, t)
 }
 
+// requestTurn is what a request turn allocates: its context and the
+// handler's Context, in one allocation.
+type requestTurn struct {
+	tc turnCtx
+	hc Context
+}
+
 // runTurn runs one delivery's handler with the Spot's state and answers
 // it. The lease is checked before the turn (a fenced owner runs nothing:
 // the caller is sent elsewhere) and before the reply (a lease lost during
@@ -214,9 +227,11 @@ func runTurn(rt *runtime, ks *kindState, act *activation, state any, d *delivery
 		rt.answer(d.r, &d.h, retryReply("owner fenced"))
 		return
 	}
-	tc := newTurnCtx(rt.base, d.r.Deadline) // no timer unless the handler waits on it
+	rq := &requestTurn{tc: turnCtx{parent: rt.base, deadline: d.r.Deadline}} // no timer unless the handler waits on it
+	tc := &rq.tc
 	ctx, sp := rt.startTurn(tc, ks, act, d)
-	hc := turnContext(rt, ks, act, ctx, d.r.From, d.h.chain, turn)
+	hc := &rq.hc
+	initContext(hc, rt, ks, act, ctx, d.r.From, d.h.chain, turn)
 	hc.req = d
 	hc.Source = SourceRequest
 	if d.r.OneWay || d.h.flags&flagSendAsCall != 0 {

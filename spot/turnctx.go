@@ -22,10 +22,6 @@ type turnCtx struct {
 	stopped error // why it ended, when stop came first
 }
 
-func newTurnCtx(parent context.Context, deadline time.Time) *turnCtx {
-	return &turnCtx{parent: parent, deadline: deadline}
-}
-
 func (c *turnCtx) Deadline() (time.Time, bool) { return c.deadline, true }
 
 func (c *turnCtx) Value(key any) any { return c.parent.Value(key) }

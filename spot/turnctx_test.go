@@ -67,3 +67,7 @@ func TestTurnCtx_ActsLikeWithDeadline(t *testing.T) {
 }
 
 type turnCtxKey struct{}
+
+func newTurnCtx(parent context.Context, deadline time.Time) *turnCtx {
+	return &turnCtx{parent: parent, deadline: deadline}
+}
