@@ -66,7 +66,7 @@ type validated struct{ b backend }
 
 // open is the common end of every opening: the first of the arguments'
 // errors, then ctx's, then ErrClosed.
-func (v validated) open(ctx context.Context, errs ...error) error {
+func (v *validated) open(ctx context.Context, errs ...error) error {
 	for _, err := range errs {
 		if err != nil {
 			return err
@@ -86,7 +86,7 @@ func spotName(mesh, kind, id string) error {
 }
 
 // PutDescriptor implements Descriptors.
-func (v validated) PutDescriptor(ctx context.Context, d Descriptor, ttl time.Duration) error {
+func (v *validated) PutDescriptor(ctx context.Context, d Descriptor, ttl time.Duration) error {
 	if err := v.open(ctx, d.validate(), validTTL(ttl)); err != nil {
 		return err
 	}
@@ -94,7 +94,7 @@ func (v validated) PutDescriptor(ctx context.Context, d Descriptor, ttl time.Dur
 }
 
 // RenewDescriptor implements Descriptors.
-func (v validated) RenewDescriptor(ctx context.Context, mesh, rid string, gen uint64, ttl time.Duration) error {
+func (v *validated) RenewDescriptor(ctx context.Context, mesh, rid string, gen uint64, ttl time.Duration) error {
 	if err := v.open(ctx, validMesh(mesh), validTTL(ttl)); err != nil {
 		return err
 	}
@@ -102,7 +102,7 @@ func (v validated) RenewDescriptor(ctx context.Context, mesh, rid string, gen ui
 }
 
 // DeleteDescriptor implements Descriptors.
-func (v validated) DeleteDescriptor(ctx context.Context, mesh, rid string, gen uint64) error {
+func (v *validated) DeleteDescriptor(ctx context.Context, mesh, rid string, gen uint64) error {
 	if err := v.open(ctx, validMesh(mesh)); err != nil {
 		return err
 	}
@@ -110,7 +110,7 @@ func (v validated) DeleteDescriptor(ctx context.Context, mesh, rid string, gen u
 }
 
 // ListDescriptors implements Descriptors.
-func (v validated) ListDescriptors(ctx context.Context, mesh string) ([]Descriptor, error) {
+func (v *validated) ListDescriptors(ctx context.Context, mesh string) ([]Descriptor, error) {
 	if err := v.open(ctx, validMesh(mesh)); err != nil {
 		return nil, err
 	}
@@ -119,7 +119,7 @@ func (v validated) ListDescriptors(ctx context.Context, mesh string) ([]Descript
 
 // GetDescriptor implements Descriptors. A RID no descriptor can have is
 // ErrNotFound.
-func (v validated) GetDescriptor(ctx context.Context, mesh, rid string) (Descriptor, error) {
+func (v *validated) GetDescriptor(ctx context.Context, mesh, rid string) (Descriptor, error) {
 	if err := v.open(ctx, validMesh(mesh)); err != nil {
 		return Descriptor{}, err
 	}
@@ -130,7 +130,7 @@ func (v validated) GetDescriptor(ctx context.Context, mesh, rid string) (Descrip
 }
 
 // Watch implements Descriptors.
-func (v validated) Watch(ctx context.Context, mesh string) (<-chan Event, error) {
+func (v *validated) Watch(ctx context.Context, mesh string) (<-chan Event, error) {
 	if err := v.open(ctx, validMesh(mesh)); err != nil {
 		return nil, err
 	}
@@ -138,7 +138,7 @@ func (v validated) Watch(ctx context.Context, mesh string) (<-chan Event, error)
 }
 
 // DescriptorRevision implements Descriptors.
-func (v validated) DescriptorRevision(ctx context.Context, mesh string) (MeshRevision, error) {
+func (v *validated) DescriptorRevision(ctx context.Context, mesh string) (MeshRevision, error) {
 	if err := v.open(ctx, validMesh(mesh)); err != nil {
 		return MeshRevision{}, err
 	}
@@ -146,7 +146,7 @@ func (v validated) DescriptorRevision(ctx context.Context, mesh string) (MeshRev
 }
 
 // DescriptorChanges implements Descriptors.
-func (v validated) DescriptorChanges(ctx context.Context, mesh string, since MeshRevision) (DescriptorChanges, error) {
+func (v *validated) DescriptorChanges(ctx context.Context, mesh string, since MeshRevision) (DescriptorChanges, error) {
 	if err := v.open(ctx, validMesh(mesh)); err != nil {
 		return DescriptorChanges{}, err
 	}
@@ -154,7 +154,7 @@ func (v validated) DescriptorChanges(ctx context.Context, mesh string, since Mes
 }
 
 // ExpireDescriptors implements Descriptors.
-func (v validated) ExpireDescriptors(ctx context.Context, mesh string) (removed, live int, err error) {
+func (v *validated) ExpireDescriptors(ctx context.Context, mesh string) (removed, live int, err error) {
 	if err := v.open(ctx, validMesh(mesh)); err != nil {
 		return 0, 0, err
 	}
@@ -162,7 +162,7 @@ func (v validated) ExpireDescriptors(ctx context.Context, mesh string) (removed,
 }
 
 // PutPublisher implements Publishers.
-func (v validated) PutPublisher(ctx context.Context, p Publisher, ttl time.Duration) error {
+func (v *validated) PutPublisher(ctx context.Context, p Publisher, ttl time.Duration) error {
 	if err := v.open(ctx, p.validate(), validTTL(ttl)); err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ func (v validated) PutPublisher(ctx context.Context, p Publisher, ttl time.Durat
 }
 
 // ListPublishers implements Publishers.
-func (v validated) ListPublishers(ctx context.Context, channel string) ([]Publisher, error) {
+func (v *validated) ListPublishers(ctx context.Context, channel string) ([]Publisher, error) {
 	if err := v.open(ctx, validChannel(channel)); err != nil {
 		return nil, err
 	}
@@ -178,7 +178,7 @@ func (v validated) ListPublishers(ctx context.Context, channel string) ([]Publis
 }
 
 // DeletePublisher implements Publishers.
-func (v validated) DeletePublisher(ctx context.Context, channel, rid string, gen uint64) error {
+func (v *validated) DeletePublisher(ctx context.Context, channel, rid string, gen uint64) error {
 	if err := v.open(ctx, validChannel(channel)); err != nil {
 		return err
 	}
@@ -186,7 +186,7 @@ func (v validated) DeletePublisher(ctx context.Context, channel, rid string, gen
 }
 
 // CreateSpotLease implements SpotDirectory.
-func (v validated) CreateSpotLease(ctx context.Context, l SpotLease, ttl time.Duration) error {
+func (v *validated) CreateSpotLease(ctx context.Context, l SpotLease, ttl time.Duration) error {
 	if err := v.open(ctx, l.validate(), validTTL(ttl)); err != nil {
 		return err
 	}
@@ -194,7 +194,7 @@ func (v validated) CreateSpotLease(ctx context.Context, l SpotLease, ttl time.Du
 }
 
 // RenewSpotLease implements SpotDirectory.
-func (v validated) RenewSpotLease(ctx context.Context, l SpotLease, ttl time.Duration) error {
+func (v *validated) RenewSpotLease(ctx context.Context, l SpotLease, ttl time.Duration) error {
 	if err := v.open(ctx, l.validate(), validTTL(ttl)); err != nil {
 		return err
 	}
@@ -202,7 +202,7 @@ func (v validated) RenewSpotLease(ctx context.Context, l SpotLease, ttl time.Dur
 }
 
 // DeleteSpotLease implements SpotDirectory.
-func (v validated) DeleteSpotLease(ctx context.Context, l SpotLease) error {
+func (v *validated) DeleteSpotLease(ctx context.Context, l SpotLease) error {
 	if err := v.open(ctx, l.validate()); err != nil {
 		return err
 	}
@@ -210,7 +210,7 @@ func (v validated) DeleteSpotLease(ctx context.Context, l SpotLease) error {
 }
 
 // CheckSpotLease implements SpotDirectory.
-func (v validated) CheckSpotLease(ctx context.Context, l SpotLease, tombTTL time.Duration) (bool, error) {
+func (v *validated) CheckSpotLease(ctx context.Context, l SpotLease, tombTTL time.Duration) (bool, error) {
 	if err := v.open(ctx, l.validate(), validTTL(tombTTL)); err != nil {
 		return false, err
 	}
@@ -218,7 +218,7 @@ func (v validated) CheckSpotLease(ctx context.Context, l SpotLease, tombTTL time
 }
 
 // SpotLeaseLive implements SpotDirectory.
-func (v validated) SpotLeaseLive(ctx context.Context, l SpotLease) (bool, error) {
+func (v *validated) SpotLeaseLive(ctx context.Context, l SpotLease) (bool, error) {
 	if err := v.open(ctx, l.validate()); err != nil {
 		return false, err
 	}
@@ -226,7 +226,7 @@ func (v validated) SpotLeaseLive(ctx context.Context, l SpotLease) (bool, error)
 }
 
 // SpotRecord implements SpotDirectory.
-func (v validated) SpotRecord(ctx context.Context, mesh, kind, id string) (Ownership, error) {
+func (v *validated) SpotRecord(ctx context.Context, mesh, kind, id string) (Ownership, error) {
 	if err := v.open(ctx, spotName(mesh, kind, id)); err != nil {
 		return Ownership{}, err
 	}
@@ -234,7 +234,7 @@ func (v validated) SpotRecord(ctx context.Context, mesh, kind, id string) (Owner
 }
 
 // ClaimSpot implements SpotDirectory.
-func (v validated) ClaimSpot(ctx context.Context, expect, next Ownership) (Ownership, error) {
+func (v *validated) ClaimSpot(ctx context.Context, expect, next Ownership) (Ownership, error) {
 	if err := v.open(ctx, validClaim(expect, next)); err != nil {
 		return Ownership{}, err
 	}
@@ -242,7 +242,7 @@ func (v validated) ClaimSpot(ctx context.Context, expect, next Ownership) (Owner
 }
 
 // ClaimSpotIn implements SpotDirectory.
-func (v validated) ClaimSpotIn(ctx context.Context, expect, next Ownership) (Ownership, string, error) {
+func (v *validated) ClaimSpotIn(ctx context.Context, expect, next Ownership) (Ownership, string, error) {
 	if err := v.open(ctx, validClaim(expect, next)); err != nil {
 		return Ownership{}, "", err
 	}
@@ -250,7 +250,7 @@ func (v validated) ClaimSpotIn(ctx context.Context, expect, next Ownership) (Own
 }
 
 // SpotIncarnation implements SpotDirectory.
-func (v validated) SpotIncarnation(ctx context.Context, mesh, kind, id string) (string, error) {
+func (v *validated) SpotIncarnation(ctx context.Context, mesh, kind, id string) (string, error) {
 	if err := v.open(ctx, spotName(mesh, kind, id)); err != nil {
 		return "", err
 	}
@@ -258,7 +258,7 @@ func (v validated) SpotIncarnation(ctx context.Context, mesh, kind, id string) (
 }
 
 // ReleaseSpot implements SpotDirectory.
-func (v validated) ReleaseSpot(ctx context.Context, o Ownership) error {
+func (v *validated) ReleaseSpot(ctx context.Context, o Ownership) error {
 	if err := v.open(ctx, o.validateOwner()); err != nil {
 		return err
 	}
@@ -266,7 +266,7 @@ func (v validated) ReleaseSpot(ctx context.Context, o Ownership) error {
 }
 
 // TransferSpot implements SpotDirectory.
-func (v validated) TransferSpot(ctx context.Context, from Ownership, toRID string, toGen uint64) (Ownership, error) {
+func (v *validated) TransferSpot(ctx context.Context, from Ownership, toRID string, toGen uint64) (Ownership, error) {
 	if err := v.open(ctx, validTransfer(from, toRID, toGen)); err != nil {
 		return Ownership{}, err
 	}
@@ -274,7 +274,7 @@ func (v validated) TransferSpot(ctx context.Context, from Ownership, toRID strin
 }
 
 // PutSpotState implements SpotStates.
-func (v validated) PutSpotState(ctx context.Context, o Ownership, st SpotState) error {
+func (v *validated) PutSpotState(ctx context.Context, o Ownership, st SpotState) error {
 	if err := v.open(ctx, validState(o, st)); err != nil {
 		return err
 	}
@@ -282,7 +282,7 @@ func (v validated) PutSpotState(ctx context.Context, o Ownership, st SpotState) 
 }
 
 // GetSpotState implements SpotStates.
-func (v validated) GetSpotState(ctx context.Context, mesh, kind, id string) (SpotState, error) {
+func (v *validated) GetSpotState(ctx context.Context, mesh, kind, id string) (SpotState, error) {
 	if err := v.open(ctx, spotName(mesh, kind, id)); err != nil {
 		return SpotState{}, err
 	}
@@ -290,7 +290,7 @@ func (v validated) GetSpotState(ctx context.Context, mesh, kind, id string) (Spo
 }
 
 // SpotStateEpoch implements SpotStates.
-func (v validated) SpotStateEpoch(ctx context.Context, mesh, kind, id string) (uint64, error) {
+func (v *validated) SpotStateEpoch(ctx context.Context, mesh, kind, id string) (uint64, error) {
 	if err := v.open(ctx, spotName(mesh, kind, id)); err != nil {
 		return 0, err
 	}
@@ -298,7 +298,7 @@ func (v validated) SpotStateEpoch(ctx context.Context, mesh, kind, id string) (u
 }
 
 // SpotRecordAndStateEpoch implements SpotClaimReader.
-func (v validated) SpotRecordAndStateEpoch(ctx context.Context, mesh, kind, id string) (Ownership, uint64, error) {
+func (v *validated) SpotRecordAndStateEpoch(ctx context.Context, mesh, kind, id string) (Ownership, uint64, error) {
 	if err := v.open(ctx, spotName(mesh, kind, id)); err != nil {
 		return Ownership{}, 0, err
 	}
@@ -306,7 +306,7 @@ func (v validated) SpotRecordAndStateEpoch(ctx context.Context, mesh, kind, id s
 }
 
 // PutReminder implements SpotReminders.
-func (v validated) PutReminder(ctx context.Context, spot Ownership, r Reminder) (Reminder, error) {
+func (v *validated) PutReminder(ctx context.Context, spot Ownership, r Reminder) (Reminder, error) {
 	if err := v.open(ctx, validReminder(spot, r)); err != nil {
 		return Reminder{}, err
 	}
@@ -314,7 +314,7 @@ func (v validated) PutReminder(ctx context.Context, spot Ownership, r Reminder) 
 }
 
 // DeleteReminder implements SpotReminders.
-func (v validated) DeleteReminder(ctx context.Context, spot Ownership, name string) (bool, error) {
+func (v *validated) DeleteReminder(ctx context.Context, spot Ownership, name string) (bool, error) {
 	if err := v.open(ctx, validReminderSpot(spot), validReminderName(name)); err != nil {
 		return false, err
 	}
@@ -322,7 +322,7 @@ func (v validated) DeleteReminder(ctx context.Context, spot Ownership, name stri
 }
 
 // ListReminders implements SpotReminders.
-func (v validated) ListReminders(ctx context.Context, mesh, kind, id string) ([]Reminder, error) {
+func (v *validated) ListReminders(ctx context.Context, mesh, kind, id string) ([]Reminder, error) {
 	if err := v.open(ctx, spotName(mesh, kind, id)); err != nil {
 		return nil, err
 	}
@@ -330,7 +330,7 @@ func (v validated) ListReminders(ctx context.Context, mesh, kind, id string) ([]
 }
 
 // GetReminder implements SpotReminders.
-func (v validated) GetReminder(ctx context.Context, mesh, kind, id, name string) (Reminder, error) {
+func (v *validated) GetReminder(ctx context.Context, mesh, kind, id, name string) (Reminder, error) {
 	if err := v.open(ctx, spotName(mesh, kind, id), validReminderName(name)); err != nil {
 		return Reminder{}, err
 	}
@@ -338,7 +338,7 @@ func (v validated) GetReminder(ctx context.Context, mesh, kind, id, name string)
 }
 
 // AdvanceReminder implements SpotReminders.
-func (v validated) AdvanceReminder(ctx context.Context, o Ownership, name string, seq uint64, due, next time.Time) error {
+func (v *validated) AdvanceReminder(ctx context.Context, o Ownership, name string, seq uint64, due, next time.Time) error {
 	if err := v.open(ctx, o.validateOwner(), validReminderName(name)); err != nil {
 		return err
 	}
@@ -346,7 +346,7 @@ func (v validated) AdvanceReminder(ctx context.Context, o Ownership, name string
 }
 
 // DueReminders implements SpotReminders.
-func (v validated) DueReminders(ctx context.Context, mesh, kind string, part, limit int, now time.Time) ([]DueReminder, error) {
+func (v *validated) DueReminders(ctx context.Context, mesh, kind string, part, limit int, now time.Time) ([]DueReminder, error) {
 	if err := v.open(ctx, validDueRead(mesh, kind, part, limit)); err != nil {
 		return nil, err
 	}
@@ -354,7 +354,7 @@ func (v validated) DueReminders(ctx context.Context, mesh, kind string, part, li
 }
 
 // FixReminderIndex implements SpotReminders.
-func (v validated) FixReminderIndex(ctx context.Context, mesh string, e DueReminder, due time.Time) error {
+func (v *validated) FixReminderIndex(ctx context.Context, mesh string, e DueReminder, due time.Time) error {
 	if err := v.open(ctx, spotName(mesh, e.Kind, e.ID)); err != nil {
 		return err
 	}
