@@ -3,6 +3,7 @@ package zlink
 import (
 	"sync"
 
+	"github.com/zlink-go/zlink/internal/meshbridge"
 	"github.com/zlink-go/zlink/routemesh"
 )
 
@@ -16,7 +17,7 @@ type failWatch struct {
 }
 
 func (w *failWatch) watch(n *routemesh.Node) {
-	path := n.MeshActorPath()
+	path := meshbridge.MeshActorPath(n)
 	w.mu.Lock()
 	if w.byPath == nil {
 		w.byPath = map[string]*routemesh.Node{}
@@ -26,7 +27,7 @@ func (w *failWatch) watch(n *routemesh.Node) {
 	delete(w.early, path)
 	w.mu.Unlock()
 	if early {
-		n.Fail(reason)
+		meshbridge.Fail(n, reason)
 	}
 }
 
@@ -43,6 +44,6 @@ func (w *failWatch) fail(path string, reason any) {
 	}
 	w.mu.Unlock()
 	if n != nil {
-		n.Fail(reason)
+		meshbridge.Fail(n, reason)
 	}
 }

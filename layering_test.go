@@ -111,6 +111,21 @@ func TestLayering_WireImportsNoRuntime(t *testing.T) {
 	}
 }
 
+// TestLayering_BridgesImportNothing: the internal bridges through which
+// the root package and spot reach plumbing that is no public API
+// (internal/meshbridge for routemesh.Node's, internal/faults for the
+// Host's) import no package of this module: the package that owns the
+// plumbing imports the bridge and fills it in, never the other way round.
+func TestLayering_BridgesImportNothing(t *testing.T) {
+	for _, bridge := range []string{"internal/meshbridge", "internal/faults"} {
+		for pkg, via := range imports(t, modulePath+"/"+bridge) {
+			if pkg != modulePath+"/"+bridge {
+				t.Errorf("%s imports %s (via %s)", bridge, pkg, strings.Join(via, " -> "))
+			}
+		}
+	}
+}
+
 // TestLayering_CoreImportsNoToolOrTestPackage: no package of the runtime
 // (the root package and everything it and the admin, metrics and fanout
 // packages reach) imports the command, the bench harness, the

@@ -36,6 +36,7 @@ import (
 	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/fanout"
 	"github.com/zlink-go/zlink/internal/faults"
+	"github.com/zlink-go/zlink/internal/meshbridge"
 	"github.com/zlink-go/zlink/internal/zerr"
 	"github.com/zlink-go/zlink/location"
 	"github.com/zlink-go/zlink/routemesh"
@@ -394,8 +395,8 @@ func (a *hostActor) Receive(c actor.Context) {
 // actor restarted; a node whose mesh actor cannot be spawned fails.
 func (h *Host) respawnMeshes() {
 	for _, n := range h.Meshes() {
-		if err := n.Respawn(); err != nil {
-			n.Fail(err)
+		if err := meshbridge.Respawn(n); err != nil {
+			meshbridge.Fail(n, err)
 			continue
 		}
 		h.failed.watch(n)

@@ -18,6 +18,18 @@
 // Both pass the conformance suite in location/locationtest (Redis as a
 // standalone server, over TLS and as a 3-master Cluster).
 //
+// # One validating wrapper
+//
+// Memory and Redis share one opening for every Store method (and those of
+// SpotReminders and SpotClaimReader): an unexported wrapper, embedded by
+// NewMemory and NewRedis, checks the arguments (names, sizes, TTLs, owners,
+// epochs: ErrInvalid; a RID no descriptor can have: ErrNotFound), then the
+// ctx (its own error) and then Close (ErrClosed), in that order, and only
+// then calls the implementation, which trusts its input. A refused call
+// reaches no implementation (TestValidated_* in validated_test.go), so a
+// new implementation gets the same refusals, with the same sentinels, by
+// embedding the wrapper over itself.
+//
 // # Semantics
 //
 // Descriptors and publishers live under a TTL lease renewed by their owner

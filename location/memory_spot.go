@@ -45,17 +45,9 @@ func (e *expiring[K]) set(k K, d, now time.Time) {
 	}
 }
 
-// CreateSpotLease implements SpotDirectory.
-func (m *Memory) CreateSpotLease(ctx context.Context, l SpotLease, ttl time.Duration) error {
-	if err := l.validate(); err != nil {
-		return err
-	}
-	if err := validTTL(ttl); err != nil {
-		return err
-	}
-	if err := m.lock(ctx); err != nil {
-		return err
-	}
+// createSpotLease is SpotDirectory.CreateSpotLease behind validated.
+func (m *Memory) createSpotLease(ctx context.Context, l SpotLease, ttl time.Duration) error {
+	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
 	switch {
@@ -68,17 +60,9 @@ func (m *Memory) CreateSpotLease(ctx context.Context, l SpotLease, ttl time.Dura
 	return nil
 }
 
-// RenewSpotLease implements SpotDirectory.
-func (m *Memory) RenewSpotLease(ctx context.Context, l SpotLease, ttl time.Duration) error {
-	if err := l.validate(); err != nil {
-		return err
-	}
-	if err := validTTL(ttl); err != nil {
-		return err
-	}
-	if err := m.lock(ctx); err != nil {
-		return err
-	}
+// renewSpotLease is SpotDirectory.RenewSpotLease behind validated.
+func (m *Memory) renewSpotLease(ctx context.Context, l SpotLease, ttl time.Duration) error {
+	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
 	switch {
@@ -91,14 +75,9 @@ func (m *Memory) RenewSpotLease(ctx context.Context, l SpotLease, ttl time.Durat
 	return nil
 }
 
-// DeleteSpotLease implements SpotDirectory.
-func (m *Memory) DeleteSpotLease(ctx context.Context, l SpotLease) error {
-	if err := l.validate(); err != nil {
-		return err
-	}
-	if err := m.lock(ctx); err != nil {
-		return err
-	}
+// deleteSpotLease is SpotDirectory.DeleteSpotLease behind validated.
+func (m *Memory) deleteSpotLease(ctx context.Context, l SpotLease) error {
+	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.leases.live(l, m.now()) {
 		return fmt.Errorf("%w: spot lease %s/%s generation %d", ErrNotFound, l.Mesh, l.RID, l.Generation)
@@ -107,17 +86,9 @@ func (m *Memory) DeleteSpotLease(ctx context.Context, l SpotLease) error {
 	return nil
 }
 
-// CheckSpotLease implements SpotDirectory.
-func (m *Memory) CheckSpotLease(ctx context.Context, l SpotLease, tombTTL time.Duration) (bool, error) {
-	if err := l.validate(); err != nil {
-		return false, err
-	}
-	if err := validTTL(tombTTL); err != nil {
-		return false, err
-	}
-	if err := m.lock(ctx); err != nil {
-		return false, err
-	}
+// checkSpotLease is SpotDirectory.CheckSpotLease behind validated.
+func (m *Memory) checkSpotLease(ctx context.Context, l SpotLease, tombTTL time.Duration) (bool, error) {
+	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
 	if m.leases.live(l, now) {
@@ -138,33 +109,23 @@ func (m *Memory) recordLocked(o Ownership) Ownership {
 	return Ownership{Kind: o.Kind, ID: o.ID, Mesh: o.Mesh}
 }
 
-// SpotRecord implements SpotDirectory.
-func (m *Memory) SpotRecord(ctx context.Context, mesh, kind, id string) (Ownership, error) {
+// spotRecord is SpotDirectory.SpotRecord behind validated.
+func (m *Memory) spotRecord(ctx context.Context, mesh, kind, id string) (Ownership, error) {
 	spot := Ownership{Mesh: mesh, Kind: kind, ID: id}
-	if err := spot.validateSpot(); err != nil {
-		return Ownership{}, err
-	}
-	if err := m.lock(ctx); err != nil {
-		return Ownership{}, err
-	}
+	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.recordLocked(spot), nil
 }
 
-// ClaimSpot implements SpotDirectory.
-func (m *Memory) ClaimSpot(ctx context.Context, expect, next Ownership) (Ownership, error) {
-	cur, _, err := m.ClaimSpotIn(ctx, expect, next)
+// claimSpot is SpotDirectory.ClaimSpot behind validated.
+func (m *Memory) claimSpot(ctx context.Context, expect, next Ownership) (Ownership, error) {
+	cur, _, err := m.claimSpotIn(ctx, expect, next)
 	return cur, err
 }
 
-// ClaimSpotIn implements SpotDirectory.
-func (m *Memory) ClaimSpotIn(ctx context.Context, expect, next Ownership) (Ownership, string, error) {
-	if err := validClaim(expect, next); err != nil {
-		return Ownership{}, "", err
-	}
-	if err := m.lock(ctx); err != nil {
-		return Ownership{}, "", err
-	}
+// claimSpotIn is SpotDirectory.ClaimSpotIn behind validated.
+func (m *Memory) claimSpotIn(ctx context.Context, expect, next Ownership) (Ownership, string, error) {
+	m.mu.Lock()
 	defer m.mu.Unlock()
 	if cur := m.recordLocked(next); cur != expect {
 		return cur, m.inc, fenced(cur, expect)
@@ -173,16 +134,10 @@ func (m *Memory) ClaimSpotIn(ctx context.Context, expect, next Ownership) (Owner
 	return next, m.inc, nil
 }
 
-// SpotIncarnation implements SpotDirectory: the store's incarnation,
-// which RestartEmpty changes.
-func (m *Memory) SpotIncarnation(ctx context.Context, mesh, kind, id string) (string, error) {
-	spot := Ownership{Mesh: mesh, Kind: kind, ID: id}
-	if err := spot.validateSpot(); err != nil {
-		return "", err
-	}
-	if err := m.lock(ctx); err != nil {
-		return "", err
-	}
+// spotIncarnation is SpotDirectory.SpotIncarnation behind validated: the
+// store's incarnation, which RestartEmpty changes.
+func (m *Memory) spotIncarnation(ctx context.Context, mesh, kind, id string) (string, error) {
+	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.inc, nil
 }
@@ -203,14 +158,9 @@ func (m *Memory) RestartEmpty() {
 	m.inc = fmt.Sprintf("memory-%d", m.incN)
 }
 
-// ReleaseSpot implements SpotDirectory.
-func (m *Memory) ReleaseSpot(ctx context.Context, o Ownership) error {
-	if err := o.validateOwner(); err != nil {
-		return err
-	}
-	if err := m.lock(ctx); err != nil {
-		return err
-	}
+// releaseSpot is SpotDirectory.ReleaseSpot behind validated.
+func (m *Memory) releaseSpot(ctx context.Context, o Ownership) error {
+	m.mu.Lock()
 	defer m.mu.Unlock()
 	if cur := m.recordLocked(o); cur != o {
 		return fenced(cur, o)
@@ -219,14 +169,9 @@ func (m *Memory) ReleaseSpot(ctx context.Context, o Ownership) error {
 	return nil
 }
 
-// TransferSpot implements SpotDirectory.
-func (m *Memory) TransferSpot(ctx context.Context, from Ownership, toRID string, toGen uint64) (Ownership, error) {
-	if err := validTransfer(from, toRID, toGen); err != nil {
-		return Ownership{}, err
-	}
-	if err := m.lock(ctx); err != nil {
-		return Ownership{}, err
-	}
+// transferSpot is SpotDirectory.TransferSpot behind validated.
+func (m *Memory) transferSpot(ctx context.Context, from Ownership, toRID string, toGen uint64) (Ownership, error) {
+	m.mu.Lock()
 	defer m.mu.Unlock()
 	if cur := m.recordLocked(from); cur != from {
 		return cur, fenced(cur, from)
@@ -249,4 +194,11 @@ func holderString(o Ownership) string {
 		return fmt.Sprintf("unowned at epoch %d", o.Epoch)
 	}
 	return fmt.Sprintf("%.64s generation %d epoch %d", o.OwnerRID, o.OwnerGeneration, o.Epoch)
+}
+
+// spotLeaseLive is SpotDirectory.SpotLeaseLive behind validated.
+func (m *Memory) spotLeaseLive(ctx context.Context, l SpotLease) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.leases.live(l, m.now()), nil
 }

@@ -23,6 +23,8 @@ import (
 // through rueidis. Safe for concurrent use. Key layout and TTLs: see doc.go.
 // Reads go to masters only and no client-side cache is used.
 type Redis struct {
+	validated // the Store's methods: validation, then the methods in redis_*.go
+
 	cfg    RedisConfig
 	client rueidis.Client
 
@@ -73,6 +75,7 @@ func NewRedis(ctx context.Context, cfg RedisConfig) (*Redis, error) {
 		return nil, fmt.Errorf("zlink: connect redis %s%s: %w%s", cfg.Addr, overTLS(cfg), err, dialHint(cfg, err))
 	}
 	r := &Redis{cfg: cfg, client: client}
+	r.validated = validated{b: r}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	pctx, cancel := r.opCtx(ctx)
 	defer cancel()
@@ -146,12 +149,7 @@ func (r *Redis) opCtx(ctx context.Context) (context.Context, context.CancelFunc)
 	return context.WithTimeout(ctx, r.cfg.OpTimeout)
 }
 
-func (r *Redis) check() error {
-	if r.closed.Load() {
-		return ErrClosed
-	}
-	return nil
-}
+func (r *Redis) closedNow() bool { return r.closed.Load() }
 
 func (r *Redis) wrap(op string, err error) error {
 	if errors.Is(err, rueidis.ErrClosing) {

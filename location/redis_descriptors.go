@@ -185,17 +185,8 @@ func newEpoch() string {
 	return hex.EncodeToString(b[:])
 }
 
-// PutDescriptor implements Store.
-func (r *Redis) PutDescriptor(ctx context.Context, d Descriptor, ttl time.Duration) error {
-	if err := d.validate(); err != nil {
-		return err
-	}
-	if err := validTTL(ttl); err != nil {
-		return err
-	}
-	if err := r.check(); err != nil {
-		return err
-	}
+// putDescriptor is Store.PutDescriptor behind validated.
+func (r *Redis) putDescriptor(ctx context.Context, d Descriptor, ttl time.Duration) error {
 	blob, err := encodeDescriptor(d)
 	if err != nil {
 		return err
@@ -217,17 +208,8 @@ func (r *Redis) PutDescriptor(ctx context.Context, d Descriptor, ttl time.Durati
 	return nil
 }
 
-// RenewDescriptor implements Store.
-func (r *Redis) RenewDescriptor(ctx context.Context, mesh, rid string, gen uint64, ttl time.Duration) error {
-	if err := validMesh(mesh); err != nil {
-		return err
-	}
-	if err := validTTL(ttl); err != nil {
-		return err
-	}
-	if err := r.check(); err != nil {
-		return err
-	}
+// renewDescriptor is Store.RenewDescriptor behind validated.
+func (r *Redis) renewDescriptor(ctx context.Context, mesh, rid string, gen uint64, ttl time.Duration) error {
 	ctx, cancel := r.opCtx(ctx)
 	defer cancel()
 	live, _, _, _ := r.descKeys(mesh)
@@ -244,14 +226,8 @@ func (r *Redis) RenewDescriptor(ctx context.Context, mesh, rid string, gen uint6
 	return nil
 }
 
-// DeleteDescriptor implements Store.
-func (r *Redis) DeleteDescriptor(ctx context.Context, mesh, rid string, gen uint64) error {
-	if err := validMesh(mesh); err != nil {
-		return err
-	}
-	if err := r.check(); err != nil {
-		return err
-	}
+// deleteDescriptor is Store.DeleteDescriptor behind validated.
+func (r *Redis) deleteDescriptor(ctx context.Context, mesh, rid string, gen uint64) error {
 	ctx, cancel := r.opCtx(ctx)
 	defer cancel()
 	live, changed, gone, rev := r.descKeys(mesh)
@@ -268,14 +244,8 @@ func (r *Redis) DeleteDescriptor(ctx context.Context, mesh, rid string, gen uint
 	return nil
 }
 
-// ListDescriptors implements Store.
-func (r *Redis) ListDescriptors(ctx context.Context, mesh string) ([]Descriptor, error) {
-	if err := validMesh(mesh); err != nil {
-		return nil, err
-	}
-	if err := r.check(); err != nil {
-		return nil, err
-	}
+// listDescriptors is Store.ListDescriptors behind validated.
+func (r *Redis) listDescriptors(ctx context.Context, mesh string) ([]Descriptor, error) {
 	ch, err := r.changes(ctx, mesh, MeshRevision{}, true)
 	if err != nil {
 		return nil, err
@@ -283,14 +253,8 @@ func (r *Redis) ListDescriptors(ctx context.Context, mesh string) ([]Descriptor,
 	return ch.Put, nil
 }
 
-// DescriptorRevision implements Store: one HMGET.
-func (r *Redis) DescriptorRevision(ctx context.Context, mesh string) (MeshRevision, error) {
-	if err := validMesh(mesh); err != nil {
-		return MeshRevision{}, err
-	}
-	if err := r.check(); err != nil {
-		return MeshRevision{}, err
-	}
+// descriptorRevision is Store.DescriptorRevision behind validated: one HMGET.
+func (r *Redis) descriptorRevision(ctx context.Context, mesh string) (MeshRevision, error) {
 	rev, err := r.revision(ctx, mesh)
 	if err == nil {
 		r.seen.note(mesh, rev)
@@ -335,15 +299,9 @@ func parseRevision(epoch, seq string) (MeshRevision, error) {
 	return MeshRevision{Epoch: epoch, Seq: n}, nil
 }
 
-// DescriptorChanges implements Store: one script on the mesh's slot,
-// whose work grows with the records it returns.
-func (r *Redis) DescriptorChanges(ctx context.Context, mesh string, since MeshRevision) (DescriptorChanges, error) {
-	if err := validMesh(mesh); err != nil {
-		return DescriptorChanges{}, err
-	}
-	if err := r.check(); err != nil {
-		return DescriptorChanges{}, err
-	}
+// descriptorChanges is Store.DescriptorChanges behind validated: one script
+// on the mesh's slot, whose work grows with the records it returns.
+func (r *Redis) descriptorChanges(ctx context.Context, mesh string, since MeshRevision) (DescriptorChanges, error) {
 	ch, err := r.changes(ctx, mesh, since, false)
 	if err == nil {
 		r.seen.note(mesh, ch.Revision)
@@ -400,14 +358,8 @@ func (r *Redis) changes(ctx context.Context, mesh string, since MeshRevision, fu
 	return out, nil
 }
 
-// ExpireDescriptors implements Store.
-func (r *Redis) ExpireDescriptors(ctx context.Context, mesh string) (removed, live int, err error) {
-	if err := validMesh(mesh); err != nil {
-		return 0, 0, err
-	}
-	if err := r.check(); err != nil {
-		return 0, 0, err
-	}
+// expireDescriptors is Store.ExpireDescriptors behind validated.
+func (r *Redis) expireDescriptors(ctx context.Context, mesh string) (removed, live int, err error) {
 	ctx, cancel := r.opCtx(ctx)
 	defer cancel()
 	liveKey, changed, gone, rev := r.descKeys(mesh)
@@ -441,17 +393,8 @@ func descriptorAt(mesh, rid, gen, rev, blob string) (Descriptor, error) {
 	return d, nil
 }
 
-// GetDescriptor implements Store.
-func (r *Redis) GetDescriptor(ctx context.Context, mesh, rid string) (Descriptor, error) {
-	if err := validMesh(mesh); err != nil {
-		return Descriptor{}, err
-	}
-	if err := r.check(); err != nil {
-		return Descriptor{}, err
-	}
-	if rid == "" || len(rid) > maxNameLen {
-		return Descriptor{}, fmt.Errorf("%w: descriptor %s/%.64s", ErrNotFound, mesh, rid)
-	}
+// getDescriptor is Store.GetDescriptor behind validated.
+func (r *Redis) getDescriptor(ctx context.Context, mesh, rid string) (Descriptor, error) {
 	ctx, cancel := r.opCtx(ctx)
 	defer cancel()
 	key := r.nodePrefix(mesh) + rid

@@ -8,17 +8,8 @@ import (
 	"time"
 )
 
-// PutPublisher implements Store.
-func (r *Redis) PutPublisher(ctx context.Context, p Publisher, ttl time.Duration) error {
-	if err := p.validate(); err != nil {
-		return err
-	}
-	if err := validTTL(ttl); err != nil {
-		return err
-	}
-	if err := r.check(); err != nil {
-		return err
-	}
+// putPublisher is Store.PutPublisher behind validated.
+func (r *Redis) putPublisher(ctx context.Context, p Publisher, ttl time.Duration) error {
 	blob, err := encodePublisher(p)
 	if err != nil {
 		return err
@@ -35,27 +26,15 @@ func (r *Redis) PutPublisher(ctx context.Context, p Publisher, ttl time.Duration
 	return nil
 }
 
-// ListPublishers implements Store.
-func (r *Redis) ListPublishers(ctx context.Context, channel string) ([]Publisher, error) {
-	if err := validChannel(channel); err != nil {
-		return nil, err
-	}
-	if err := r.check(); err != nil {
-		return nil, err
-	}
+// listPublishers is Store.ListPublishers behind validated.
+func (r *Redis) listPublishers(ctx context.Context, channel string) ([]Publisher, error) {
 	return listRecords(ctx, r, "list publishers", r.pubsKey(channel), r.pubPrefix(channel),
 		func(rid, gen, _, blob string) (Publisher, error) { return publisherAt(channel, rid, gen, blob) },
 		func(p Publisher) string { return p.RID })
 }
 
-// DeletePublisher implements Store.
-func (r *Redis) DeletePublisher(ctx context.Context, channel, rid string, gen uint64) error {
-	if err := validChannel(channel); err != nil {
-		return err
-	}
-	if err := r.check(); err != nil {
-		return err
-	}
+// deletePublisher is Store.DeletePublisher behind validated.
+func (r *Redis) deletePublisher(ctx context.Context, channel, rid string, gen uint64) error {
 	ctx, cancel := r.opCtx(ctx)
 	defer cancel()
 	n, err := deleteScript.Exec(ctx, r.client,

@@ -117,15 +117,9 @@ func (r *Redis) remRefusal(spot Ownership, reply []string) error {
 	return nil
 }
 
-// PutReminder implements SpotReminders: the record (fenced when spot
-// names an owner), then the index.
-func (r *Redis) PutReminder(ctx context.Context, spot Ownership, rem Reminder) (Reminder, error) {
-	if err := validReminder(spot, rem); err != nil {
-		return Reminder{}, err
-	}
-	if err := r.check(); err != nil {
-		return Reminder{}, err
-	}
+// putReminder is SpotReminders.PutReminder behind validated: the record
+// (fenced when spot names an owner), then the index.
+func (r *Redis) putReminder(ctx context.Context, spot Ownership, rem Reminder) (Reminder, error) {
 	ctx, cancel := r.opCtx(ctx)
 	defer cancel()
 	rec, hash, seqKey := r.remKeys(spot.Mesh, spot.Kind, spot.ID)
@@ -170,17 +164,8 @@ func (r *Redis) PutReminder(ctx context.Context, spot Ownership, rem Reminder) (
 	return out, nil
 }
 
-// DeleteReminder implements SpotReminders.
-func (r *Redis) DeleteReminder(ctx context.Context, spot Ownership, name string) (bool, error) {
-	if err := validReminderSpot(spot); err != nil {
-		return false, err
-	}
-	if err := validReminderName(name); err != nil {
-		return false, err
-	}
-	if err := r.check(); err != nil {
-		return false, err
-	}
+// deleteReminder is SpotReminders.DeleteReminder behind validated.
+func (r *Redis) deleteReminder(ctx context.Context, spot Ownership, name string) (bool, error) {
 	ctx, cancel := r.opCtx(ctx)
 	defer cancel()
 	rec, hash, _ := r.remKeys(spot.Mesh, spot.Kind, spot.ID)
@@ -209,14 +194,8 @@ func (r *Redis) DeleteReminder(ctx context.Context, spot Ownership, name string)
 	return true, nil
 }
 
-// ListReminders implements SpotReminders.
-func (r *Redis) ListReminders(ctx context.Context, mesh, kind, id string) ([]Reminder, error) {
-	if err := (Ownership{Mesh: mesh, Kind: kind, ID: id}).validateSpot(); err != nil {
-		return nil, err
-	}
-	if err := r.check(); err != nil {
-		return nil, err
-	}
+// listReminders is SpotReminders.ListReminders behind validated.
+func (r *Redis) listReminders(ctx context.Context, mesh, kind, id string) ([]Reminder, error) {
 	ctx, cancel := r.opCtx(ctx)
 	defer cancel()
 	_, hash, _ := r.remKeys(mesh, kind, id)
@@ -237,17 +216,8 @@ func (r *Redis) ListReminders(ctx context.Context, mesh, kind, id string) ([]Rem
 	return out, nil
 }
 
-// GetReminder implements SpotReminders.
-func (r *Redis) GetReminder(ctx context.Context, mesh, kind, id, name string) (Reminder, error) {
-	if err := (Ownership{Mesh: mesh, Kind: kind, ID: id}).validateSpot(); err != nil {
-		return Reminder{}, err
-	}
-	if err := validReminderName(name); err != nil {
-		return Reminder{}, err
-	}
-	if err := r.check(); err != nil {
-		return Reminder{}, err
-	}
+// getReminder is SpotReminders.GetReminder behind validated.
+func (r *Redis) getReminder(ctx context.Context, mesh, kind, id, name string) (Reminder, error) {
 	ctx, cancel := r.opCtx(ctx)
 	defer cancel()
 	_, hash, _ := r.remKeys(mesh, kind, id)
@@ -282,17 +252,8 @@ func parseReminder(name, v string) (Reminder, error) {
 		Payload: []byte(f[3])}, nil
 }
 
-// AdvanceReminder implements SpotReminders.
-func (r *Redis) AdvanceReminder(ctx context.Context, o Ownership, name string, seq uint64, due, next time.Time) error {
-	if err := o.validateOwner(); err != nil {
-		return err
-	}
-	if err := validReminderName(name); err != nil {
-		return err
-	}
-	if err := r.check(); err != nil {
-		return err
-	}
+// advanceReminder is SpotReminders.AdvanceReminder behind validated.
+func (r *Redis) advanceReminder(ctx context.Context, o Ownership, name string, seq uint64, due, next time.Time) error {
 	ctx, cancel := r.opCtx(ctx)
 	defer cancel()
 	rec, hash, _ := r.remKeys(o.Mesh, o.Kind, o.ID)
@@ -332,14 +293,9 @@ func (r *Redis) AdvanceReminder(ctx context.Context, o Ownership, name string, s
 	return nil
 }
 
-// DueReminders implements SpotReminders: one ZRANGEBYSCORE.
-func (r *Redis) DueReminders(ctx context.Context, mesh, kind string, part, limit int, now time.Time) ([]DueReminder, error) {
-	if err := validDueRead(mesh, kind, part, limit); err != nil {
-		return nil, err
-	}
-	if err := r.check(); err != nil {
-		return nil, err
-	}
+// dueReminders is SpotReminders.DueReminders behind validated: one
+// ZRANGEBYSCORE.
+func (r *Redis) dueReminders(ctx context.Context, mesh, kind string, part, limit int, now time.Time) ([]DueReminder, error) {
 	ctx, cancel := r.opCtx(ctx)
 	defer cancel()
 	key := r.remIndexKey(mesh, kind, part)
@@ -361,14 +317,8 @@ func (r *Redis) DueReminders(ctx context.Context, mesh, kind string, part, limit
 	return out, nil
 }
 
-// FixReminderIndex implements SpotReminders.
-func (r *Redis) FixReminderIndex(ctx context.Context, mesh string, e DueReminder, due time.Time) error {
-	if err := (Ownership{Mesh: mesh, Kind: e.Kind, ID: e.ID}).validateSpot(); err != nil {
-		return err
-	}
-	if err := r.check(); err != nil {
-		return err
-	}
+// fixReminderIndex is SpotReminders.FixReminderIndex behind validated.
+func (r *Redis) fixReminderIndex(ctx context.Context, mesh string, e DueReminder, due time.Time) error {
 	ctx, cancel := r.opCtx(ctx)
 	defer cancel()
 	key, member := r.remIndexKey(mesh, e.Kind, ReminderPart(e.ID)), reminderMember(e.Seq, e.ID, e.Name)

@@ -7,14 +7,8 @@ import (
 	"time"
 )
 
-// CreateSpotLease implements SpotDirectory.
-func (r *Redis) CreateSpotLease(ctx context.Context, l SpotLease, ttl time.Duration) error {
-	if err := l.validate(); err != nil {
-		return err
-	}
-	if err := validTTL(ttl); err != nil {
-		return err
-	}
+// createSpotLease is SpotDirectory.CreateSpotLease behind validated.
+func (r *Redis) createSpotLease(ctx context.Context, l SpotLease, ttl time.Duration) error {
 	st, err := r.leaseOp(ctx, "create spot lease", spotLeaseCreateScript, l, ttl, "ok")
 	switch {
 	case err != nil:
@@ -29,14 +23,8 @@ func (r *Redis) CreateSpotLease(ctx context.Context, l SpotLease, ttl time.Durat
 	return fmt.Errorf("zlink: redis create spot lease: reply %.32q", st)
 }
 
-// RenewSpotLease implements SpotDirectory.
-func (r *Redis) RenewSpotLease(ctx context.Context, l SpotLease, ttl time.Duration) error {
-	if err := l.validate(); err != nil {
-		return err
-	}
-	if err := validTTL(ttl); err != nil {
-		return err
-	}
+// renewSpotLease is SpotDirectory.RenewSpotLease behind validated.
+func (r *Redis) renewSpotLease(ctx context.Context, l SpotLease, ttl time.Duration) error {
 	st, err := r.leaseOp(ctx, "renew spot lease", spotLeaseRenewScript, l, ttl, "ok")
 	switch {
 	case err != nil:
@@ -51,11 +39,8 @@ func (r *Redis) RenewSpotLease(ctx context.Context, l SpotLease, ttl time.Durati
 	return fmt.Errorf("zlink: redis renew spot lease: reply %.32q", st)
 }
 
-// DeleteSpotLease implements SpotDirectory.
-func (r *Redis) DeleteSpotLease(ctx context.Context, l SpotLease) error {
-	if err := l.validate(); err != nil {
-		return err
-	}
+// deleteSpotLease is SpotDirectory.DeleteSpotLease behind validated.
+func (r *Redis) deleteSpotLease(ctx context.Context, l SpotLease) error {
 	st, err := r.leaseOp(ctx, "delete spot lease", spotLeaseDeleteScript, l, 0, "ok")
 	switch {
 	case err != nil:
@@ -68,14 +53,8 @@ func (r *Redis) DeleteSpotLease(ctx context.Context, l SpotLease) error {
 	return fmt.Errorf("zlink: redis delete spot lease: reply %.32q", st)
 }
 
-// CheckSpotLease implements SpotDirectory.
-func (r *Redis) CheckSpotLease(ctx context.Context, l SpotLease, tombTTL time.Duration) (bool, error) {
-	if err := l.validate(); err != nil {
-		return false, err
-	}
-	if err := validTTL(tombTTL); err != nil {
-		return false, err
-	}
+// checkSpotLease is SpotDirectory.CheckSpotLease behind validated.
+func (r *Redis) checkSpotLease(ctx context.Context, l SpotLease, tombTTL time.Duration) (bool, error) {
 	st, err := r.leaseOp(ctx, "check spot lease", spotLeaseCheckScript, l, tombTTL, "gone")
 	switch {
 	case err != nil:
@@ -93,9 +72,6 @@ func (r *Redis) CheckSpotLease(ctx context.Context, l SpotLease, tombTTL time.Du
 // script wrote and its confirmation applies: err then matches
 // ErrUnconfirmed if no replica confirmed it.
 func (r *Redis) leaseOp(ctx context.Context, what string, s *luaScript, l SpotLease, ttl time.Duration, wrote string) (string, error) {
-	if err := r.check(); err != nil {
-		return "", err
-	}
 	ctx, cancel := r.opCtx(ctx)
 	defer cancel()
 	lease, tomb := r.spotLeaseKeys(l)
@@ -114,15 +90,10 @@ func leaseTombstoned(l SpotLease) error {
 	return fmt.Errorf("%w: spot lease %s/%s generation %d is tombstoned", ErrFenced, l.Mesh, l.RID, l.Generation)
 }
 
-// SpotRecord implements SpotDirectory. It reads from the master.
-func (r *Redis) SpotRecord(ctx context.Context, mesh, kind, id string) (Ownership, error) {
+// spotRecord is SpotDirectory.SpotRecord behind validated. It reads from
+// the master.
+func (r *Redis) spotRecord(ctx context.Context, mesh, kind, id string) (Ownership, error) {
 	spot := Ownership{Mesh: mesh, Kind: kind, ID: id}
-	if err := spot.validateSpot(); err != nil {
-		return Ownership{}, err
-	}
-	if err := r.check(); err != nil {
-		return Ownership{}, err
-	}
 	ctx, cancel := r.opCtx(ctx)
 	defer cancel()
 	reply, err := spotRecordScript.Exec(ctx, r.client, []string{r.spotKey(mesh, kind, id)}, nil).AsStrSlice()
@@ -133,21 +104,18 @@ func (r *Redis) SpotRecord(ctx context.Context, mesh, kind, id string) (Ownershi
 	return cur, err
 }
 
-// ClaimSpot implements SpotDirectory.
-func (r *Redis) ClaimSpot(ctx context.Context, expect, next Ownership) (Ownership, error) {
+// claimSpot is SpotDirectory.ClaimSpot behind validated.
+func (r *Redis) claimSpot(ctx context.Context, expect, next Ownership) (Ownership, error) {
 	cur, _, err := r.claim(ctx, expect, next, false)
 	return cur, err
 }
 
-// ClaimSpotIn implements SpotDirectory.
-func (r *Redis) ClaimSpotIn(ctx context.Context, expect, next Ownership) (Ownership, string, error) {
+// claimSpotIn is SpotDirectory.ClaimSpotIn behind validated.
+func (r *Redis) claimSpotIn(ctx context.Context, expect, next Ownership) (Ownership, string, error) {
 	return r.claim(ctx, expect, next, true)
 }
 
 func (r *Redis) claim(ctx context.Context, expect, next Ownership, withInc bool) (Ownership, string, error) {
-	if err := validClaim(expect, next); err != nil {
-		return Ownership{}, "", err
-	}
 	st, cur, inc, err := r.spotCASInc(ctx, "claim spot", expect, next, withInc)
 	switch {
 	case err != nil:
@@ -160,16 +128,9 @@ func (r *Redis) claim(ctx context.Context, expect, next Ownership, withInc bool)
 	return Ownership{}, "", fmt.Errorf("zlink: redis claim spot: reply %.32q", st)
 }
 
-// SpotIncarnation implements SpotDirectory: the run_id of the master that
-// serves the Spot's slot.
-func (r *Redis) SpotIncarnation(ctx context.Context, mesh, kind, id string) (string, error) {
-	spot := Ownership{Mesh: mesh, Kind: kind, ID: id}
-	if err := spot.validateSpot(); err != nil {
-		return "", err
-	}
-	if err := r.check(); err != nil {
-		return "", err
-	}
+// spotIncarnation is SpotDirectory.SpotIncarnation behind validated: the
+// run_id of the master that serves the Spot's slot.
+func (r *Redis) spotIncarnation(ctx context.Context, mesh, kind, id string) (string, error) {
 	ctx, cancel := r.opCtx(ctx)
 	defer cancel()
 	inc, err := spotIncarnationScript.Exec(ctx, r.client, []string{r.spotKey(mesh, kind, id)}, nil).ToString()
@@ -182,11 +143,8 @@ func (r *Redis) SpotIncarnation(ctx context.Context, mesh, kind, id string) (str
 	return inc, nil
 }
 
-// ReleaseSpot implements SpotDirectory.
-func (r *Redis) ReleaseSpot(ctx context.Context, o Ownership) error {
-	if err := o.validateOwner(); err != nil {
-		return err
-	}
+// releaseSpot is SpotDirectory.ReleaseSpot behind validated.
+func (r *Redis) releaseSpot(ctx context.Context, o Ownership) error {
 	released := Ownership{Kind: o.Kind, ID: o.ID, Mesh: o.Mesh, Epoch: o.Epoch}
 	st, cur, err := r.spotCAS(ctx, "release spot", o, released)
 	switch {
@@ -202,11 +160,8 @@ func (r *Redis) ReleaseSpot(ctx context.Context, o Ownership) error {
 	return fmt.Errorf("zlink: redis release spot: reply %.32q", st)
 }
 
-// TransferSpot implements SpotDirectory.
-func (r *Redis) TransferSpot(ctx context.Context, from Ownership, toRID string, toGen uint64) (Ownership, error) {
-	if err := validTransfer(from, toRID, toGen); err != nil {
-		return Ownership{}, err
-	}
+// transferSpot is SpotDirectory.TransferSpot behind validated.
+func (r *Redis) transferSpot(ctx context.Context, from Ownership, toRID string, toGen uint64) (Ownership, error) {
 	next := from
 	next.OwnerRID, next.OwnerGeneration, next.Epoch = toRID, toGen, from.Epoch+1
 	st, cur, err := r.spotCAS(ctx, "transfer spot", from, next)
@@ -235,9 +190,6 @@ func (r *Redis) spotCAS(ctx context.Context, what string, expect, next Ownership
 // spotCASInc is spotCAS; withInc also returns the run_id of the master
 // that ran the script.
 func (r *Redis) spotCASInc(ctx context.Context, what string, expect, next Ownership, withInc bool) (string, Ownership, string, error) {
-	if err := r.check(); err != nil {
-		return "", Ownership{}, "", err
-	}
 	ctx, cancel := r.opCtx(ctx)
 	defer cancel()
 	script := spotCASScript
@@ -290,4 +242,21 @@ func (r *Redis) spotReply(spot Ownership, reply []string) (string, Ownership, er
 		return "", Ownership{}, err
 	}
 	return reply[0], cur, nil
+}
+
+// spotLeaseLive is SpotDirectory.SpotLeaseLive behind validated. It reads
+// from the master.
+func (r *Redis) spotLeaseLive(ctx context.Context, l SpotLease) (bool, error) {
+	ctx, cancel := r.opCtx(ctx)
+	defer cancel()
+	lease, _ := r.spotLeaseKeys(l)
+	n, err := r.client.Do(ctx, r.client.B().Exists().Key(lease).Build()).AsInt64()
+	if err != nil {
+		return false, r.wrap("read spot lease", err)
+	}
+	switch n {
+	case 0, 1:
+		return n == 1, nil
+	}
+	return false, fmt.Errorf("zlink: redis read spot lease: reply %d", n)
 }

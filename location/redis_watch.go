@@ -15,22 +15,16 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// Watch implements Store. It reads the mesh once (its revision and RIDs),
-// SUBSCRIBEs to the mesh's event channel and then, every PollInterval,
-// reads the mesh revision — or takes the one another caller of this store
-// read within the interval (DescriptorRevision, DescriptorChanges) — and
-// reads what changed when that is more than the pushes said, and after
-// every resubscribe. Each watch sweeps lapsed leases (ExpireDescriptors)
-// every PollInterval × live descriptors on average (randomised), so that
-// the watches of a mesh sweep it about once per PollInterval in all. It
-// fails when the first read fails.
-func (r *Redis) Watch(ctx context.Context, mesh string) (<-chan Event, error) {
-	if err := validMesh(mesh); err != nil {
-		return nil, err
-	}
-	if err := r.check(); err != nil {
-		return nil, err
-	}
+// watch is Store.Watch behind validated. It reads the mesh once (its
+// revision and RIDs), SUBSCRIBEs to the mesh's event channel and then,
+// every PollInterval, reads the mesh revision — or takes the one another
+// caller of this store read within the interval (DescriptorRevision,
+// DescriptorChanges) — and reads what changed when that is more than the
+// pushes said, and after every resubscribe. Each watch sweeps lapsed leases
+// (ExpireDescriptors) every PollInterval × live descriptors on average
+// (randomised), so that the watches of a mesh sweep it about once per
+// PollInterval in all. It fails when the first read fails.
+func (r *Redis) watch(ctx context.Context, mesh string) (<-chan Event, error) {
 	base, err := r.changes(ctx, mesh, MeshRevision{}, true)
 	if err != nil {
 		return nil, err

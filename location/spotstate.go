@@ -67,88 +67,14 @@ func validState(o Ownership, st SpotState) error {
 	return nil
 }
 
-// PutSpotState implements SpotStates.
-func (m *Memory) PutSpotState(ctx context.Context, o Ownership, st SpotState) error {
-	if err := validState(o, st); err != nil {
-		return err
-	}
-	if err := m.lock(ctx); err != nil {
-		return err
-	}
-	defer m.mu.Unlock()
-	if cur := m.recordLocked(o); cur != o {
-		return fenced(cur, o)
-	}
-	if m.states == nil {
-		m.states = map[spotKey]SpotState{}
-	}
-	st.Data = append([]byte(nil), st.Data...)
-	m.states[spotKey{o.Mesh, o.Kind, o.ID}] = st
-	return nil
-}
-
-// GetSpotState implements SpotStates.
-func (m *Memory) GetSpotState(ctx context.Context, mesh, kind, id string) (SpotState, error) {
-	spot := Ownership{Mesh: mesh, Kind: kind, ID: id}
-	if err := spot.validateSpot(); err != nil {
-		return SpotState{}, err
-	}
-	if err := m.lock(ctx); err != nil {
-		return SpotState{}, err
-	}
-	defer m.mu.Unlock()
-	st, ok := m.states[spotKey{mesh, kind, id}]
-	if !ok {
-		return SpotState{}, fmt.Errorf("%w: state of spot %s/%s in mesh %q", ErrNotFound, kind, id, mesh)
-	}
-	st.Data = append([]byte(nil), st.Data...)
-	return st, nil
-}
-
-// SpotStateEpoch implements SpotStates.
-func (m *Memory) SpotStateEpoch(ctx context.Context, mesh, kind, id string) (uint64, error) {
-	spot := Ownership{Mesh: mesh, Kind: kind, ID: id}
-	if err := spot.validateSpot(); err != nil {
-		return 0, err
-	}
-	if err := m.lock(ctx); err != nil {
-		return 0, err
-	}
-	defer m.mu.Unlock()
-	st, ok := m.states[spotKey{mesh, kind, id}]
-	if !ok {
-		return 0, fmt.Errorf("%w: state of spot %s/%s in mesh %q", ErrNotFound, kind, id, mesh)
-	}
-	return st.Epoch, nil
-}
-
-// SpotRecordAndStateEpoch implements SpotClaimReader.
-func (m *Memory) SpotRecordAndStateEpoch(ctx context.Context, mesh, kind, id string) (Ownership, uint64, error) {
-	spot := Ownership{Mesh: mesh, Kind: kind, ID: id}
-	if err := spot.validateSpot(); err != nil {
-		return Ownership{}, 0, err
-	}
-	if err := m.lock(ctx); err != nil {
-		return Ownership{}, 0, err
-	}
-	defer m.mu.Unlock()
-	return m.recordLocked(spot), m.states[spotKey{mesh, kind, id}].Epoch, nil
-}
-
 // spotStateKey is the state's key: the record's hash tag, so one script
 // compares the record and writes the state.
 func (r *Redis) spotStateKey(mesh, kind, id string) string {
 	return r.spotKey(mesh, kind, id) + ":state"
 }
 
-// PutSpotState implements SpotStates.
-func (r *Redis) PutSpotState(ctx context.Context, o Ownership, st SpotState) error {
-	if err := validState(o, st); err != nil {
-		return err
-	}
-	if err := r.check(); err != nil {
-		return err
-	}
+// putSpotState is SpotStates.PutSpotState behind validated.
+func (r *Redis) putSpotState(ctx context.Context, o Ownership, st SpotState) error {
 	ctx, cancel := r.opCtx(ctx)
 	defer cancel()
 	res, confirm := r.spotExec(ctx, spotStatePutScript,
@@ -172,16 +98,9 @@ func (r *Redis) PutSpotState(ctx context.Context, o Ownership, st SpotState) err
 	return fmt.Errorf("zlink: redis put spot state: reply %.32q", stt)
 }
 
-// GetSpotState implements SpotStates. The data's size is checked inside
-// Redis before the data is read (spotStateGetScript).
-func (r *Redis) GetSpotState(ctx context.Context, mesh, kind, id string) (SpotState, error) {
-	spot := Ownership{Mesh: mesh, Kind: kind, ID: id}
-	if err := spot.validateSpot(); err != nil {
-		return SpotState{}, err
-	}
-	if err := r.check(); err != nil {
-		return SpotState{}, err
-	}
+// getSpotState is SpotStates.GetSpotState behind validated. The data's size
+// is checked inside Redis before the data is read (spotStateGetScript).
+func (r *Redis) getSpotState(ctx context.Context, mesh, kind, id string) (SpotState, error) {
 	ctx, cancel := r.opCtx(ctx)
 	defer cancel()
 	key := r.spotStateKey(mesh, kind, id)
@@ -201,15 +120,8 @@ func (r *Redis) GetSpotState(ctx context.Context, mesh, kind, id string) (SpotSt
 	return st, nil
 }
 
-// SpotStateEpoch implements SpotStates.
-func (r *Redis) SpotStateEpoch(ctx context.Context, mesh, kind, id string) (uint64, error) {
-	spot := Ownership{Mesh: mesh, Kind: kind, ID: id}
-	if err := spot.validateSpot(); err != nil {
-		return 0, err
-	}
-	if err := r.check(); err != nil {
-		return 0, err
-	}
+// spotStateEpoch is SpotStates.SpotStateEpoch behind validated.
+func (r *Redis) spotStateEpoch(ctx context.Context, mesh, kind, id string) (uint64, error) {
 	ctx, cancel := r.opCtx(ctx)
 	defer cancel()
 	key := r.spotStateKey(mesh, kind, id)
@@ -234,16 +146,11 @@ func (r *Redis) SpotStateEpoch(ctx context.Context, mesh, kind, id string) (uint
 	return e, nil
 }
 
-// SpotRecordAndStateEpoch implements SpotClaimReader: one read-only
-// script on the Spot's hash tag (spotClaimViewScript).
-func (r *Redis) SpotRecordAndStateEpoch(ctx context.Context, mesh, kind, id string) (Ownership, uint64, error) {
+// spotRecordAndStateEpoch is SpotClaimReader.SpotRecordAndStateEpoch behind
+// validated: one read-only script on the Spot's hash tag
+// (spotClaimViewScript).
+func (r *Redis) spotRecordAndStateEpoch(ctx context.Context, mesh, kind, id string) (Ownership, uint64, error) {
 	spot := Ownership{Mesh: mesh, Kind: kind, ID: id}
-	if err := spot.validateSpot(); err != nil {
-		return Ownership{}, 0, err
-	}
-	if err := r.check(); err != nil {
-		return Ownership{}, 0, err
-	}
 	ctx, cancel := r.opCtx(ctx)
 	defer cancel()
 	key := r.spotStateKey(mesh, kind, id)

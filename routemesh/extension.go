@@ -275,9 +275,9 @@ func (n *Node) PeerReady(rid string) (ready, draining bool) {
 	return true, l.draining.Load()
 }
 
-// Published reports whether the node's descriptor has been written to the
+// published reports whether the node's descriptor has been written to the
 // Location Store at least once and not withdrawn.
-func (n *Node) Published() bool {
+func (n *Node) published() bool {
 	return n.lease != nil && n.lease.published.Load()
 }
 
@@ -285,8 +285,8 @@ func (n *Node) Published() bool {
 // spawn their children with it).
 func (n *Node) Actors() *actors.System { return n.sys }
 
-// ManualTopology reports whether the node has any manual connection
+// manualTopology reports whether the node has any manual connection
 // intent (AddPeer) or a fixed RID without automatic discovery: moves of a
 // whole host (Host Relocate) are not supported there, since peers address
 // it by endpoint and RID.
-func (n *Node) ManualTopology() bool { return len(n.cfg.Peers) > 0 || !n.cfg.Automatic() }
+func (n *Node) manualTopology() bool { return len(n.cfg.Peers) > 0 || !n.cfg.Automatic() }

@@ -214,7 +214,7 @@ func (n *Node) onRouterFrame(id string, frame []byte, err error) {
 			gp := &goroutinePanic{value: r, stack: debug.Stack()}
 			n.log.Error().Interface("panic", r).Msg("inbound reader panicked")
 			if ref := n.listener.Load(); ref == nil || ref.TellControl(gp) != nil {
-				n.Fail(gp)
+				n.fail(gp)
 			}
 		}
 	}()

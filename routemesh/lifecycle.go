@@ -6,6 +6,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/zlink-go/zlink/actors"
+	"github.com/zlink-go/zlink/internal/meshbridge"
 	"github.com/zlink-go/zlink/supervisor"
 )
 
@@ -19,12 +20,12 @@ func (n *Node) meshSpec() actors.Spec {
 	}
 }
 
-// Respawn starts a new mesh actor for the node under the parent it was
+// respawn starts a new mesh actor for the node under the parent it was
 // started with (the host, after its own restart stopped the old one); the
 // new actor rebuilds the node from its configuration and last view. A
 // stopped or failed node is not respawned. It waits for the parent to
 // spawn it, so the parent must not call it from inside its own Receive.
-func (n *Node) Respawn() error {
+func (n *Node) respawn() error {
 	switch n.State() {
 	case NodeStopping, NodeStopped, NodeFailed:
 		return nil
@@ -43,12 +44,13 @@ func (n *Node) failure() error {
 	return ErrNodeFailed
 }
 
-// Fail moves the node to the terminal Failed state: its supervisor gave up
+// fail moves the node to the terminal Failed state: its supervisor gave up
 // on the mesh actor (restarts past the intensity limit). Every pending
 // call ends at once with ErrNodeFailed, every later call too; the tree,
 // status and health show it. Stop still releases the node's resources.
-// The host calls it from its supervisor's OnGiveUp.
-func (n *Node) Fail(reason any) {
+// The host calls it (through internal/meshbridge) from its supervisor's
+// OnGiveUp.
+func (n *Node) fail(reason any) {
 	err := fmt.Errorf("%w: %v", ErrNodeFailed, reason)
 	if !n.failErr.CompareAndSwap(nil, &err) {
 		return
@@ -71,6 +73,18 @@ func (n *Node) Fail(reason any) {
 	n.log.Error().Interface("reason", reason).Msg("meshnode failed: its actors could not be recovered")
 }
 
-// MeshActorPath is the tree path of the node's mesh actor, for the host
+// meshActorPath is the tree path of the node's mesh actor, for the host
 // that supervises it.
-func (n *Node) MeshActorPath() string { return n.mesh().Path() }
+func (n *Node) meshActorPath() string { return n.mesh().Path() }
+
+// The host's and package spot's plumbing, reached through
+// internal/meshbridge rather than as exported methods of Node.
+func init() {
+	meshbridge.Register(meshbridge.Hooks{
+		Fail:           func(n, reason any) { n.(*Node).fail(reason) },
+		Respawn:        func(n any) error { return n.(*Node).respawn() },
+		MeshActorPath:  func(n any) string { return n.(*Node).meshActorPath() },
+		Published:      func(n any) bool { return n.(*Node).published() },
+		ManualTopology: func(n any) bool { return n.(*Node).manualTopology() },
+	})
+}

@@ -40,7 +40,7 @@ func (n *Node) goOwned(owner func() *actors.Ref, fn func()) bool {
 				gp := &goroutinePanic{value: r, stack: debug.Stack()}
 				n.log.Error().Interface("panic", r).Msg("owned goroutine panicked")
 				if ref := owner(); ref == nil || ref.TellControl(gp) != nil {
-					n.Fail(gp)
+					n.fail(gp)
 				}
 			}
 		}()

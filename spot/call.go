@@ -395,7 +395,7 @@ func (rt *runtime) place(kind, id string) (string, bool) {
 		ready, draining := rt.n.PeerReady(m.rid)
 		cands = append(cands, placement.Member{RID: m.rid, Weight: m.weight, Ready: ready, Draining: draining || m.draining})
 	}
-	if !listed && rt.role == routemesh.ObjectServer && rt.n.Published() && (kind == "" || rt.kinds[kind] != nil) {
+	if !listed && rt.role == routemesh.ObjectServer && published(rt.n) && (kind == "" || rt.kinds[kind] != nil) {
 		// This node before the next listing shows it.
 		ready, draining := rt.n.PeerReady(self)
 		cands = append(cands, placement.Member{RID: self, Weight: rt.n.PlacementWeight(), Ready: ready, Draining: draining})

@@ -10,6 +10,7 @@ import (
 
 	zlink "github.com/zlink-go/zlink"
 	"github.com/zlink-go/zlink/internal/faults"
+	"github.com/zlink-go/zlink/internal/meshbridge"
 	"github.com/zlink-go/zlink/location"
 	"github.com/zlink-go/zlink/routemesh"
 	"github.com/zlink-go/zlink/spot"
@@ -82,7 +83,7 @@ func TestSpot_ChaosEveryActorKindRecovers(t *testing.T) {
 	}
 	okNow := func() int { mu.Lock(); defer mu.Unlock(); return ok }
 
-	base := servers[0].MeshActorPath() + "/spots"
+	base := meshbridge.MeshActorPath(servers[0]) + "/spots"
 	for _, path := range []string{base + "/counter/" + victimID, base + "/counter", base + "/lease", base + "/members", base} {
 		before := okNow()
 		if err := faults.InjectPanic(hosts[0], path, "chaos"); err != nil {

@@ -60,7 +60,7 @@ func (rt *runtime) claim(kind, id string) claimResult {
 	}
 	for range 4 {
 		gen, valid := rt.lease.holder(time.Now())
-		if !valid || !rt.n.Published() {
+		if !valid || !published(rt.n) {
 			return claimResult{retry: "the ownership lease of " + rid + " is not valid yet"}
 		}
 		self := fence.Holder{RID: rid, Gen: gen}

@@ -9,6 +9,7 @@ import (
 
 	zlink "github.com/zlink-go/zlink"
 	"github.com/zlink-go/zlink/internal/faults"
+	"github.com/zlink-go/zlink/internal/meshbridge"
 	"github.com/zlink-go/zlink/location"
 	"github.com/zlink-go/zlink/routemesh"
 	"github.com/zlink-go/zlink/spot"
@@ -191,7 +192,7 @@ func mustEnc[Req, Resp any](t *testing.T, p wire.Packet[Req, Resp], v Req) []byt
 // renewal).
 func crash(t *testing.T, h *zlink.Host, n *routemesh.Node) {
 	t.Helper()
-	path := n.MeshActorPath()
+	path := meshbridge.MeshActorPath(n)
 	for i := range 4 {
 		waitFor(t, "mesh actor running", 5*time.Second, func() bool {
 			m, ok := find(h.Tree(), path)

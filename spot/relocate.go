@@ -31,7 +31,7 @@ func Relocate(ctx context.Context, n *routemesh.Node, to string) (RelocateResult
 	if err != nil {
 		return RelocateResult{}, err
 	}
-	if n.ManualTopology() {
+	if manualTopology(n) {
 		return RelocateResult{}, fmt.Errorf("%w: %s has a manual topology (fixed RID or AddPeer)", ErrManualTopology, n.RID())
 	}
 	if ready, draining := n.PeerReady(to); !ready || draining || to == n.RID() {

@@ -42,7 +42,7 @@ func (rt *runtime) ready() bool {
 		return false
 	}
 	if rt.role == routemesh.ObjectServer {
-		if _, valid := rt.lease.holder(time.Now()); !valid || !rt.n.Published() {
+		if _, valid := rt.lease.holder(time.Now()); !valid || !published(rt.n) {
 			return false
 		}
 	}
@@ -62,7 +62,7 @@ func (rt *runtime) notReady(before uint64) string {
 		if _, valid := rt.lease.holder(time.Now()); !valid {
 			return "the ownership lease is not valid"
 		}
-		if !rt.n.Published() {
+		if !published(rt.n) {
 			return "the descriptor is not published"
 		}
 	}

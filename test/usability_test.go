@@ -212,7 +212,7 @@ func TestTree_ShowsRunningHandlers(t *testing.T) {
 			done <- err
 		}()
 	}
-	path := srv.MeshActorPath() + "/channels/channel:match"
+	path := "/host/mesh:" + srv.Mesh() + "/channels/channel:match" // the documented tree path (docs/architecture.md)
 	running := func() string {
 		node, ok := findTree(h.Tree(), path)
 		if !ok {

@@ -12,6 +12,7 @@ import (
 
 	zlink "github.com/zlink-go/zlink"
 	"github.com/zlink-go/zlink/internal/faults"
+	"github.com/zlink-go/zlink/internal/meshbridge"
 	"github.com/zlink-go/zlink/routemesh"
 	"github.com/zlink-go/zlink/spot"
 	"github.com/zlink-go/zlink/supervisor"
@@ -58,7 +59,7 @@ func spotsRehome(ctx context.Context, w io.Writer, plan spotsPlan) error {
 	// The first failures are restarts (each rebuilds the node; its Spot
 	// records and lease stay); the Spots are then called again, so they
 	// are active on the victim when it crashes.
-	path := victim.MeshActorPath()
+	path := meshbridge.MeshActorPath(victim)
 	for i := range spotsMeshRestarts {
 		if err := spotsRestart(ctx, vh, path, fmt.Sprintf("bench restart %d", i)); err != nil {
 			return err
