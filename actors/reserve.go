@@ -39,3 +39,18 @@ func (v Reservation) Post(msg any) {
 	}
 	r.mb.PostSized(msg, 0)
 }
+
+// ReplyTo is where asynchronous answers go: the mailbox of the actor
+// whose Context made it. It carries no way to send anything else: a call
+// that answers later reserves a slot with Reserve and posts its one
+// answer there. The zero ReplyTo reserves nothing (ErrStopped).
+type ReplyTo struct{ r *Ref }
+
+// Reserve admits one message slot in the actor's mailbox now; see
+// Ref.Reserve.
+func (t ReplyTo) Reserve() (Reservation, error) {
+	if t.r == nil {
+		return Reservation{}, ErrStopped
+	}
+	return t.r.Reserve()
+}

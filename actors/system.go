@@ -111,7 +111,7 @@ type Spec struct {
 	Supervisor supervisor.Config
 	// Producer makes a fresh actor instance, at start and on every restart.
 	// Required.
-	Producer func() actor.Actor
+	Producer func() Actor
 	// Compact gives the actor an unpadded mailbox quota: for actors that
 	// are many and rarely contended (Spots).
 	Compact bool
@@ -168,11 +168,10 @@ func (s *System) Spawn(spec Spec) (*Ref, error) {
 
 // SpawnChild starts an actor as a child of the actor owning c. Call it only
 // from inside that actor's Receive. spec.Parent is ignored.
-func (s *System) SpawnChild(c actor.Context, spec Spec) (*Ref, error) {
-	if err := spec.validate(); err != nil {
-		return nil, err
-	}
-	return s.spawn(c, supervisor.PathOf(c.Self()), spec)
+//
+// Deprecated: use c.Spawn(spec).
+func (s *System) SpawnChild(c *Context, spec Spec) (*Ref, error) {
+	return c.Spawn(spec)
 }
 
 type spawnRequest struct {
@@ -228,7 +227,7 @@ func (s *System) spawn(parent actor.Context, parentPath string, spec Spec) (*Ref
 	}
 	producer := spec.Producer
 	props := actor.PropsFromProducer(func() actor.Actor {
-		return &cell{sys: s, ref: ref, inner: producer()}
+		return newCell(s, ref, producer())
 	}, opts...)
 
 	var pid *actor.PID

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/internal/zerr"
 	"github.com/zlink-go/zlink/routemesh"
@@ -279,7 +277,7 @@ func (sc *spotCall) end(body []byte, res Result, err error) {
 // (drain.go), which it then ends after the last one. A reply no turn
 // takes changes nothing (after a move it must not save: the record is the
 // new owner's).
-func (a *spotActor) reply(c actor.Context, r *Reply) {
+func (a *spotActor) reply(c *actors.Context, r *Reply) {
 	defer a.act.checkQuiet() // a move may wait for this reply
 	rt, reg := a.rt, a.ks.reg
 	m := &a.act.drain

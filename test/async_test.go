@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 
 	zlink "github.com/zlink-go/zlink"
@@ -22,8 +21,8 @@ func replySink(t *testing.T, budget int64) (*actors.Ref, chan *routemesh.Reply, 
 	sys := actors.NewSystem(actors.Config{Name: "async-test", Logger: zerolog.Nop()})
 	got := make(chan *routemesh.Reply, 1024)
 	gate := make(chan struct{})
-	ref, err := sys.Spawn(actors.Spec{Name: "caller", MaxMessages: budget, Producer: func() actor.Actor {
-		return actor.ReceiveFunc(func(c actor.Context) {
+	ref, err := sys.Spawn(actors.Spec{Name: "caller", MaxMessages: budget, Producer: func() actors.Actor {
+		return actors.ReceiveFunc(func(c *actors.Context) {
 			switch m := c.Message().(type) {
 			case *routemesh.Reply:
 				got <- m
