@@ -88,7 +88,7 @@ func BenchmarkNode_CallNode(b *testing.B) {
 		for b.Loop() {
 			credits <- struct{}{}
 			wg.Add(1)
-			if err := cli.CallNodeAsync("srv", "echo", payload, 5*time.Second, ref, nil); err != nil {
+			if err := cli.CallNodeAsync("srv", "echo", payload, 5*time.Second, ref.ReplyTo(), nil); err != nil {
 				b.Fatal(err)
 			}
 		}

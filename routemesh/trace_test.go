@@ -188,7 +188,7 @@ func TestTrace_SpansAcrossTheWire(t *testing.T) {
 		t.Fatal(err)
 	}
 	pctx := context.WithValue(context.Background(), recKey{}, parent)
-	if err := cli.CallAsyncContext(pctx, "echo", "echo", []byte("d"), 5*time.Second, ref, "tag"); err != nil {
+	if err := cli.CallAsyncContext(pctx, "echo", "echo", []byte("d"), 5*time.Second, ref.ReplyTo(), "tag"); err != nil {
 		t.Fatal(err)
 	}
 	if r := <-replies; r.Err != nil || r.Tag != "tag" {

@@ -148,7 +148,7 @@ func (r *Replies) Call(c *Context, channel, packet string, payload []byte, timeo
 		return err
 	}
 	c.act.drain.owe()
-	return c.act.drain.started(c.Node.CallAsyncContext(c.Context, channel, packet, payload, timeout, c.act.ref, c.replyTag(tag)))
+	return c.act.drain.started(c.Node.CallAsyncContext(c.Context, channel, packet, payload, timeout, c.act.ref.ReplyTo(), c.replyTag(tag)))
 }
 
 // CallNode is Call for a Node-direct request to rid.
@@ -157,7 +157,7 @@ func (r *Replies) CallNode(c *Context, rid, packet string, payload []byte, timeo
 		return err
 	}
 	c.act.drain.owe()
-	return c.act.drain.started(c.Node.CallNodeAsyncContext(c.Context, rid, packet, payload, timeout, c.act.ref, c.replyTag(tag)))
+	return c.act.drain.started(c.Node.CallNodeAsyncContext(c.Context, rid, packet, payload, timeout, c.act.ref.ReplyTo(), c.replyTag(tag)))
 }
 
 // CallSpot is Call for a request to the Spot (kind, id): no turn waits on
