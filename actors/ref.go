@@ -9,6 +9,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/zlink-go/zlink/internal/pamailbox"
 	"github.com/zlink-go/zlink/mailbox"
 	"github.com/zlink-go/zlink/supervisor"
 )
@@ -23,7 +24,7 @@ type Ref struct {
 	pid          *actor.PID
 	path         string
 	q            *mailbox.Quota
-	mb           *mailbox.Mailbox
+	mb           *pamailbox.Mailbox
 	life         *lifecycle
 }
 

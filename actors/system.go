@@ -13,6 +13,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 
+	"github.com/zlink-go/zlink/internal/pamailbox"
+	"github.com/zlink-go/zlink/internal/pasupervisor"
 	"github.com/zlink-go/zlink/mailbox"
 	"github.com/zlink-go/zlink/supervisor"
 )
@@ -64,7 +66,7 @@ func (s *System) strategy(cfg supervisor.Config) actor.SupervisorStrategy {
 	if cfg.IsDefault() {
 		return s.def
 	}
-	return cfg.Strategy(s.reg)
+	return pasupervisor.Strategy(cfg, s.reg)
 }
 
 // NewSystem starts a System. It panics on an invalid Config (a programming
@@ -83,8 +85,8 @@ func NewSystem(cfg Config) *System {
 		log:  log,
 		refs: map[string]*Ref{},
 	}
-	s.top = cfg.TopLevel.RootStrategy(s.reg)
-	s.def = supervisor.DefaultConfig().Strategy(s.reg)
+	s.top = pasupervisor.RootStrategy(cfg.TopLevel, s.reg)
+	s.def = pasupervisor.Strategy(supervisor.DefaultConfig(), s.reg)
 	plog := log.With().Str("lib", "protoactor").Logger()
 	s.as = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return slog.New(zerolog.NewSlogHandler(plog))
@@ -194,7 +196,7 @@ func (s *System) spawn(parent actor.Context, parentPath string, spec Spec) (*Ref
 	} else {
 		q = mailbox.NewQuota(spec.MaxMessages, spec.MaxBytes)
 	}
-	mb := mailbox.New(q)
+	mb := pamailbox.New(q)
 	ref := &Ref{sys: s, path: path, q: q, mb: mb, life: newLifecycle()}
 
 	s.mu.Lock()
