@@ -72,6 +72,9 @@ func waitCount(c *atomic.Int64, n int64) error {
 	return nil
 }
 
+// BenchmarkActors_Tell is Tell→Receive through the Actor interface
+// (impl=zlink), beside raw protoactor-go: the adapter must add no
+// allocation per message (docs/benchmarks.md).
 func BenchmarkActors_Tell(b *testing.B) {
 	msg := &benchMsg{}
 	b.Run("impl=zlink", func(b *testing.B) {
