@@ -510,3 +510,76 @@ func TestRef_ControlMessagesHaveReservedCapacity(t *testing.T) {
 		t.Fatalf("control message to a stopped actor: %v, want ErrStopped", err)
 	}
 }
+
+// The Context an actor gets: its own Ref, the lifecycle messages as this
+// package's types, Poison after what is queued, a ReplyTo whose
+// reservation lands in the actor's own mailbox, and the deprecated
+// System forms answering the same.
+func TestContext_SelfLifecyclePoisonReplyTo(t *testing.T) {
+	s := newSystem(t)
+	type event struct {
+		msg  any
+		self *actors.Ref
+	}
+	events := make(chan event, 64)
+	replyTo := make(chan actors.ReplyTo, 1)
+	ref, err := s.Spawn(actors.Spec{Name: "ctx", MaxMessages: 8, Producer: func() actors.Actor {
+		return actors.ReceiveFunc(func(c *actors.Context) {
+			events <- event{msg: c.Message(), self: c.Self()}
+			switch c.Message().(type) {
+			case *actors.Started:
+				if s.Self(c) != c.Self() {
+					panic("System.Self differs from c.Self")
+				}
+				child, err := s.SpawnChild(c, actors.Spec{Name: "kid", Producer: func() actors.Actor { return &worker{count: &atomic.Int64{}} }})
+				if err != nil || child.Path() != "/ctx/kid" {
+					panic(fmt.Sprint("SpawnChild: ", child, err))
+				}
+				replyTo <- c.ReplyTo()
+			case string:
+				c.Respond("nobody waits") // a Tell: nothing happens
+				c.Poison()
+			}
+		})
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := func() event {
+		t.Helper()
+		select {
+		case e := <-events:
+			return e
+		case <-time.After(10 * time.Second):
+			t.Fatal("no message reached the actor")
+			return event{}
+		}
+	}
+	if e := next(); e.self != ref {
+		t.Fatalf("first message %T, self %v", e.msg, e.self)
+	} else if _, ok := e.msg.(*actors.Started); !ok {
+		t.Fatalf("first message %T, want *actors.Started", e.msg)
+	}
+	slot, err := (<-replyTo).Reserve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot.Post(&add{n: 1})
+	if e := next(); e.msg.(*add).n != 1 {
+		t.Fatalf("reserved post: %+v", e.msg)
+	}
+	if err := ref.Tell("stop"); err != nil {
+		t.Fatal(err)
+	}
+	next() // "stop"
+	if _, ok := next().msg.(*actors.Stopping); !ok {
+		t.Fatal("Poison did not stop the actor")
+	}
+	if _, ok := next().msg.(*actors.Stopped); !ok {
+		t.Fatal("no *actors.Stopped")
+	}
+	<-ref.Done()
+	if _, err := (actors.ReplyTo{}).Reserve(); !errors.Is(err, actors.ErrStopped) {
+		t.Fatalf("zero ReplyTo reserved: %v", err)
+	}
+}
