@@ -46,14 +46,31 @@ var (
 // that incarnation's Receive, on the actor's own turn — hand c.Self() or
 // c.ReplyTo() to anything that runs elsewhere.
 type Context struct {
-	cell *cell
-	pc   actor.Context // protoactor's context of this actor (the same object for its whole life)
-	msg  any           // the message being handled
+	ref   *Ref
+	inner Actor
+	pc    actor.Context // protoactor's context of this actor, set on every message
+	// current is the user message being handled (and its sender); it
+	// stays set when the handler panics, so it can still be answered.
+	current any
+	sender  *actor.PID
 }
 
 // Message returns the message being handled: what a sender passed to
 // Tell or Request, or one of *Started, *Restarting, *Stopping, *Stopped.
-func (c *Context) Message() any { return c.msg }
+func (c *Context) Message() any {
+	switch m := c.pc.Message().(type) {
+	case *actor.Started:
+		return startedMsg
+	case *actor.Restarting:
+		return restartingMsg
+	case *actor.Stopping:
+		return stoppingMsg
+	case *actor.Stopped:
+		return stoppedMsg
+	default:
+		return m
+	}
+}
 
 // Respond answers the Request being handled with v. For a message sent
 // with Tell (nobody waits) it does nothing.
@@ -64,11 +81,11 @@ func (c *Context) Respond(v any) {
 }
 
 // Self returns the actor's Ref: the same Ref for every incarnation.
-func (c *Context) Self() *Ref { return c.cell.ref }
+func (c *Context) Self() *Ref { return c.ref }
 
 // ReplyTo returns where asynchronous answers to this actor go (see
 // ReplyTo).
-func (c *Context) ReplyTo() ReplyTo { return ReplyTo{r: c.cell.ref} }
+func (c *Context) ReplyTo() ReplyTo { return ReplyTo{r: c.ref} }
 
 // Spawn starts spec as a child of this actor, supervised by it;
 // spec.Parent is ignored.
@@ -76,7 +93,7 @@ func (c *Context) Spawn(spec Spec) (*Ref, error) {
 	if err := spec.validate(); err != nil {
 		return nil, err
 	}
-	return c.cell.sys.spawn(c.pc, c.cell.ref.path, spec)
+	return c.ref.sys.spawn(c.pc, c.ref.path, spec)
 }
 
 // Poison stops this actor once the messages already in its mailbox are

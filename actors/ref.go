@@ -246,26 +246,16 @@ func (r *Ref) wait(ctx context.Context) error {
 	}
 }
 
-// cell wraps the user's actor: it keeps the registry state and the Ref's
-// lifecycle in step with protoactor's lifecycle messages, translates them
-// into this package's, and serves spawn requests from
-// Spawn(Spec{Parent: ...}). It adds no allocation per message: ctx is the
-// one Context of this incarnation.
-type cell struct {
-	sys   *System
-	ref   *Ref
-	inner Actor
-	ctx   Context
-	// current is the user message being handled (and its sender); it
-	// stays set when the handler panics, so it can still be answered.
-	current any
-	sender  *actor.PID
-}
+// cell is an actor's Context as protoactor sees it (the same memory,
+// another method set): it keeps the registry state and the Ref's lifecycle
+// in step with protoactor's lifecycle messages and serves spawn requests
+// from Spawn(Spec{Parent: ...}). It adds no allocation per message and
+// no memory per actor: the user's actor gets the cell itself as its
+// *Context.
+type cell Context
 
-func newCell(s *System, ref *Ref, inner Actor) *cell {
-	c := &cell{sys: s, ref: ref, inner: inner}
-	c.ctx.cell = c
-	return c
+func newCell(ref *Ref, inner Actor) *cell {
+	return &cell{ref: ref, inner: inner}
 }
 
 // failed answers the message that panicked (if any): a Request's caller
@@ -298,24 +288,16 @@ func (c *cell) dropped() {
 	})
 }
 
-// deliver hands msg to the inner actor.
-func (c *cell) deliver(ctx actor.Context, msg any) {
-	c.ctx.pc, c.ctx.msg = ctx, msg
-	c.inner.Receive(&c.ctx)
-	c.ctx.msg = nil
-}
-
 func (c *cell) Receive(ctx actor.Context) {
-	reg := c.sys.reg
-	var life any
+	c.pc = ctx
+	sys := c.ref.sys
+	reg := sys.reg
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		reg.SetState(c.ref.path, supervisor.Running)
-		life = startedMsg
 	case *actor.Restarting:
 		reg.SetState(c.ref.path, supervisor.Restarting)
 		c.failed(ctx)
-		life = restartingMsg
 	case *actor.Stopping:
 		// Under the write lock: no Tell is between its check and its post
 		// once this returns, so DrainUser at Stopped sees every message.
@@ -324,13 +306,12 @@ func (c *cell) Receive(ctx actor.Context) {
 		c.ref.life.mu.Unlock()
 		reg.SetState(c.ref.path, supervisor.Stopping)
 		c.failed(ctx)
-		life = stoppingMsg
 	case *actor.Stopped:
 		c.ref.life.dead.Store(true)
 		reg.SetState(c.ref.path, supervisor.Stopped)
 		defer c.ref.life.finish()
-		defer c.sys.forget(c.ref)
-		c.deliver(ctx, stoppedMsg)
+		defer sys.forget(c.ref)
+		c.inner.Receive((*Context)(c))
 		c.dropped()
 		return
 	case *actor.Terminated:
@@ -338,16 +319,16 @@ func (c *cell) Receive(ctx actor.Context) {
 		// actor handles.
 		return
 	case *spawnRequest:
-		ref, err := c.sys.spawn(ctx, c.ref.path, m.spec)
+		ref, err := sys.spawn(ctx, c.ref.path, m.spec)
 		m.reply <- spawnResult{ref: ref, err: err}
 		return
 	case *injectedPanic:
 		panic(m.reason)
 	default:
 		c.current, c.sender = m, ctx.Sender()
-		c.deliver(ctx, m)
+		c.inner.Receive((*Context)(c))
 		c.current, c.sender = nil, nil
 		return
 	}
-	c.deliver(ctx, life)
+	c.inner.Receive((*Context)(c))
 }

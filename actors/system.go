@@ -229,7 +229,7 @@ func (s *System) spawn(parent actor.Context, parentPath string, spec Spec) (*Ref
 	}
 	producer := spec.Producer
 	props := actor.PropsFromProducer(func() actor.Actor {
-		return newCell(s, ref, producer())
+		return newCell(ref, producer())
 	}, opts...)
 
 	var pid *actor.PID
