@@ -495,3 +495,39 @@ func protoactorInAPI(f *ast.File) []string {
 	}
 	return out
 }
+
+// TestLayering_OnlyTheActorAdaptersImportProtoactor: protoactor-go is
+// imported (by non-test files) only by actors and its two adapters, and
+// by the bench harness for its raw baselines; every other package builds
+// on actors.
+func TestLayering_OnlyTheActorAdaptersImportProtoactor(t *testing.T) {
+	allowed := []string{"actors", "internal/pamailbox", "internal/pasupervisor", "cmd/node/internal/benchrun"}
+	found := 0
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if strings.HasPrefix(d.Name(), ".") && path != "." || d.Name() == "testdata" {
+			return filepath.SkipDir
+		}
+		p, err := build.ImportDir(path, 0)
+		if err != nil {
+			return nil // no Go package here
+		}
+		for _, imp := range p.Imports {
+			if strings.HasPrefix(imp, "github.com/asynkron/protoactor-go") {
+				found++
+				if !slices.Contains(allowed, filepath.ToSlash(path)) {
+					t.Errorf("%s imports %s: build on package actors instead", path, imp)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found < len(allowed) {
+		t.Fatalf("found %d protoactor imports: the test no longer sees them", found)
+	}
+}
