@@ -4,7 +4,7 @@ import "github.com/asynkron/protoactor-go/actor"
 
 // Actor is what a Spec's Producer makes: the behaviour of one incarnation
 // of an actor. Receive runs on the actor's own turn, one message at a
-// time; it must not block (see the package doc).
+// time; it must not block (every message behind it waits).
 type Actor interface {
 	Receive(c *Context)
 }
