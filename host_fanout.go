@@ -5,8 +5,6 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/fanout"
 )
@@ -28,7 +26,7 @@ func (h *Host) fanoutSupervisor(sups map[string]*actors.Ref, channel string) (*a
 	ref, err := h.sys.Spawn(actors.Spec{
 		Name: "fanout:" + channel, Kind: "fanout", Parent: h.root, Supervisor: fanout.DefaultSupervision(),
 		MaxMessages: 8, // lifecycle and its children's spawn requests only
-		Producer:    func() actor.Actor { return fanoutSupervisorActor{} },
+		Producer:    func() actors.Actor { return fanoutSupervisorActor{} },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("zlink: fanout %s: spawn supervisor: %w", channel, err)
@@ -41,9 +39,9 @@ func (h *Host) fanoutSupervisor(sups map[string]*actors.Ref, channel string) (*a
 // fanout package and rebuild themselves on restart.
 type fanoutSupervisorActor struct{}
 
-var _ actor.Actor = fanoutSupervisorActor{}
+var _ actors.Actor = fanoutSupervisorActor{}
 
-func (fanoutSupervisorActor) Receive(actor.Context) {}
+func (fanoutSupervisorActor) Receive(*actors.Context) {}
 
 // fanoutHealth lists the fanout publishers and subscribers that failed for
 // good, by channel.

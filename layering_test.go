@@ -318,3 +318,231 @@ func complexity(body *ast.BlockStmt) int {
 	})
 	return c
 }
+
+// TestLayering_NoProtoactorInPublicAPI: no exported signature of a public
+// package (every package outside internal/, cmd/, examples/ and the test
+// packages) names a protoactor-go type — functions, methods of exported
+// types, exported types (their exported fields, interface methods,
+// embedded types), exported variables and constants. protoactor is the
+// engine under actors, mailbox and supervisor, behind internal adapters.
+func TestLayering_NoProtoactorInPublicAPI(t *testing.T) {
+	skipTop := []string{"cmd", "examples", "test", "bench", "docs", "scripts"}
+	checked := 0
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		parts := strings.Split(filepath.ToSlash(path), "/")
+		if slices.Contains(parts, "internal") || slices.Contains(parts, "testdata") || strings.HasPrefix(d.Name(), ".") && path != "." ||
+			slices.Contains(skipTop, parts[0]) {
+			return filepath.SkipDir
+		}
+		p, err := build.ImportDir(path, 0)
+		if err != nil {
+			return nil // no Go package here
+		}
+		for _, name := range p.GoFiles {
+			file := filepath.Join(path, name)
+			f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+			if err != nil {
+				return err
+			}
+			checked++
+			for _, e := range protoactorInAPI(f) {
+				t.Errorf("%s: %s", file, e)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked < 50 {
+		t.Fatalf("checked %d files: the test no longer sees the public packages", checked)
+	}
+}
+
+// The check itself finds what it must: each form of exposure is caught.
+func TestLayering_NoProtoactorInPublicAPI_Catches(t *testing.T) {
+	src := `package p
+import (
+	pa "github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
+)
+type Spec struct { Producer func() pa.Actor; hidden pa.Props }
+type Ref struct{ pid *pa.PID }
+func (r *Ref) PID() *pa.PID { return r.pid }
+func Self(c pa.Context) *Ref { return nil }
+type I interface { Receive(pa.Context) }
+type E struct{ *remote.Remote }
+type A = pa.PID
+var V = pa.NewPID("a", "b")
+var W pa.Props
+func ok(c pa.Context) {}
+type hidden struct{ c pa.Context }
+func (hidden) Exported(c pa.Context) {}
+`
+	f, err := parser.ParseFile(token.NewFileSet(), "p.go", src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := protoactorInAPI(f)
+	for _, want := range []string{"Spec", "Ref.PID", "Self", "I", "E", "A", "V", "W"} {
+		if !slices.ContainsFunc(got, func(s string) bool { return strings.HasPrefix(s, want+" ") }) {
+			t.Errorf("%s not reported; got %q", want, got)
+		}
+	}
+	if len(got) != 8 {
+		t.Errorf("reported %d, want 8 (unexported names and fields are not API): %q", len(got), got)
+	}
+}
+
+// protoactorInAPI lists the exported declarations of f whose signature
+// names a protoactor-go type ("Name names actor.PID").
+func protoactorInAPI(f *ast.File) []string {
+	pkgs := map[string]bool{} // the names f imports protoactor packages under
+	for _, imp := range f.Imports {
+		p, _ := strconv.Unquote(imp.Path.Value)
+		if !strings.HasPrefix(p, "github.com/asynkron/protoactor-go") {
+			continue
+		}
+		name := p[strings.LastIndexByte(p, '/')+1:]
+		if imp.Name != nil {
+			name = imp.Name.Name
+		}
+		pkgs[name] = true
+	}
+	if len(pkgs) == 0 {
+		return nil
+	}
+	names := func(e ast.Node) string { // the first protoactor type e names, or ""
+		found := ""
+		if e == nil {
+			return ""
+		}
+		ast.Inspect(e, func(n ast.Node) bool {
+			if s, ok := n.(*ast.SelectorExpr); ok && found == "" {
+				if x, ok := s.X.(*ast.Ident); ok && pkgs[x.Name] {
+					found = x.Name + "." + s.Sel.Name
+				}
+			}
+			return found == ""
+		})
+		return found
+	}
+	exportedTypes := map[string]bool{}
+	for _, d := range f.Decls {
+		if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.TYPE {
+			for _, s := range g.Specs {
+				if ts := s.(*ast.TypeSpec); ts.Name.IsExported() {
+					exportedTypes[ts.Name.Name] = true
+				}
+			}
+		}
+	}
+	var out []string
+	report := func(name, typ string) {
+		if typ != "" {
+			out = append(out, name+" names "+typ)
+		}
+	}
+	for _, d := range f.Decls {
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			if !d.Name.IsExported() {
+				continue
+			}
+			name := d.Name.Name
+			if d.Recv != nil {
+				recv := d.Recv.List[0].Type
+				if s, ok := recv.(*ast.StarExpr); ok {
+					recv = s.X
+				}
+				if ix, ok := recv.(*ast.IndexExpr); ok {
+					recv = ix.X
+				}
+				id, ok := recv.(*ast.Ident)
+				if !ok || !exportedTypes[id.Name] {
+					continue
+				}
+				name = id.Name + "." + name
+			}
+			report(name, names(d.Type))
+		case *ast.GenDecl:
+			for _, s := range d.Specs {
+				switch s := s.(type) {
+				case *ast.TypeSpec:
+					if !s.Name.IsExported() {
+						continue
+					}
+					typ := ""
+					if s.TypeParams != nil {
+						typ = names(s.TypeParams)
+					}
+					if st, ok := s.Type.(*ast.StructType); ok {
+						for _, fld := range st.Fields.List {
+							exported := len(fld.Names) == 0 // embedded: its methods are promoted
+							for _, n := range fld.Names {
+								exported = exported || n.IsExported()
+							}
+							if exported && typ == "" {
+								typ = names(fld.Type)
+							}
+						}
+					} else if typ == "" {
+						typ = names(s.Type)
+					}
+					report(s.Name.Name, typ)
+				case *ast.ValueSpec:
+					for i, n := range s.Names {
+						if !n.IsExported() {
+							continue
+						}
+						typ := names(s.Type)
+						if typ == "" && i < len(s.Values) {
+							typ = names(s.Values[i]) // conservatively: a value built from protoactor
+						}
+						report(n.Name, typ)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestLayering_OnlyTheActorAdaptersImportProtoactor: protoactor-go is
+// imported (by non-test files) only by actors and its two adapters, and
+// by the bench harness for its raw baselines; every other package builds
+// on actors.
+func TestLayering_OnlyTheActorAdaptersImportProtoactor(t *testing.T) {
+	allowed := []string{"actors", "internal/pamailbox", "internal/pasupervisor", "cmd/node/internal/benchrun"}
+	found := 0
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if strings.HasPrefix(d.Name(), ".") && path != "." || d.Name() == "testdata" {
+			return filepath.SkipDir
+		}
+		p, err := build.ImportDir(path, 0)
+		if err != nil {
+			return nil // no Go package here
+		}
+		for _, imp := range p.Imports {
+			if strings.HasPrefix(imp, "github.com/asynkron/protoactor-go") {
+				found++
+				if !slices.Contains(allowed, filepath.ToSlash(path)) {
+					t.Errorf("%s imports %s: build on package actors instead", path, imp)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found < len(allowed) {
+		t.Fatalf("found %d protoactor imports: the test no longer sees them", found)
+	}
+}

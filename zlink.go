@@ -30,7 +30,6 @@ import (
 	"sort"
 	"sync/atomic"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 
 	"github.com/zlink-go/zlink/actors"
@@ -223,7 +222,7 @@ func Start(ctx context.Context, o *Options) (*Host, error) {
 	// requests (control, one per spawn): its budget is that bound.
 	root, err := sys.Spawn(actors.Spec{
 		Name: "host", Kind: "host", Supervisor: sup, MaxMessages: 64,
-		Producer: func() actor.Actor { return &hostActor{h: h} },
+		Producer: func() actors.Actor { return &hostActor{h: h} },
 	})
 	if err != nil {
 		_ = sys.Shutdown(ctx)
@@ -380,8 +379,8 @@ type hostActor struct {
 	h *Host
 }
 
-func (a *hostActor) Receive(c actor.Context) {
-	if _, ok := c.Message().(*actor.Started); !ok {
+func (a *hostActor) Receive(c *actors.Context) {
+	if _, ok := c.Message().(*actors.Started); !ok {
 		return
 	}
 	if !a.h.started.CompareAndSwap(false, true) {

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 
@@ -82,7 +81,7 @@ type (
 	quiet struct{} // never answered
 )
 
-func (w *worker) Receive(c actor.Context) {
+func (w *worker) Receive(c *actors.Context) {
 	switch m := c.Message().(type) {
 	case *ping:
 		c.Respond("pong")
@@ -95,7 +94,7 @@ func (w *worker) Receive(c actor.Context) {
 		w.count.Add(1)
 	case *boom:
 		panic(m.err)
-	case *actor.Stopped:
+	case *actors.Stopped:
 		if w.stopped != nil {
 			w.stopped(w.count.Load())
 		}
@@ -108,7 +107,7 @@ func spawnWorker(t *testing.T, s *actors.System, spec actors.Spec, w *worker) *a
 		w.count = &atomic.Int64{}
 	}
 	if spec.Producer == nil {
-		spec.Producer = func() actor.Actor { return w }
+		spec.Producer = func() actors.Actor { return w }
 	}
 	ref, err := s.Spawn(spec)
 	if err != nil {
@@ -134,8 +133,8 @@ func TestRef_TellAndRequest(t *testing.T) {
 	if w.count.Load() != 20 {
 		t.Fatalf("count = %d", w.count.Load())
 	}
-	if ref.Path() != "/w" || ref.PID() == nil {
-		t.Fatalf("ref %s %v", ref.Path(), ref.PID())
+	if ref.Path() != "/w" || actors.PIDID(ref) != "w" {
+		t.Fatalf("ref %s %v", ref.Path(), actors.PIDID(ref))
 	}
 	waitFor(t, "all released", func() bool { return ref.Quota().Stats().Processed == 11 })
 }
@@ -306,9 +305,9 @@ func TestSystem_SpawnUnderParentAndEscalate(t *testing.T) {
 	parent, err := s.Spawn(actors.Spec{
 		Name:       "host",
 		Supervisor: supervisor.Config{MaxRestarts: 1, Within: time.Minute},
-		Producer: func() actor.Actor {
-			return actor.ReceiveFunc(func(c actor.Context) {
-				if _, ok := c.Message().(*actor.Started); ok {
+		Producer: func() actors.Actor {
+			return actors.ReceiveFunc(func(c *actors.Context) {
+				if _, ok := c.Message().(*actors.Started); ok {
 					parentStarts.Add(1)
 				}
 			})
@@ -321,7 +320,7 @@ func TestSystem_SpawnUnderParentAndEscalate(t *testing.T) {
 	if child.Path() != "/host/peers" {
 		t.Fatalf("path = %s", child.Path())
 	}
-	if _, err := s.Spawn(actors.Spec{Name: "peers", Parent: parent, Producer: func() actor.Actor { return &worker{} }}); !errors.Is(err, actors.ErrNameTaken) {
+	if _, err := s.Spawn(actors.Spec{Name: "peers", Parent: parent, Producer: func() actors.Actor { return &worker{} }}); !errors.Is(err, actors.ErrNameTaken) {
 		t.Fatalf("duplicate spawn = %v", err)
 	}
 	snap := s.Registry().Snapshot()
@@ -358,10 +357,10 @@ func TestSystem_SpawnUnderParentAndEscalate(t *testing.T) {
 func TestSystem_SpawnChildFromInsideActor(t *testing.T) {
 	s := newSystem(t)
 	got := make(chan *actors.Ref, 1)
-	_, err := s.Spawn(actors.Spec{Name: "p", Producer: func() actor.Actor {
-		return actor.ReceiveFunc(func(c actor.Context) {
-			if _, ok := c.Message().(*actor.Started); ok {
-				r, err := s.SpawnChild(c, actors.Spec{Name: "c", Producer: func() actor.Actor { return &worker{count: &atomic.Int64{}} }})
+	_, err := s.Spawn(actors.Spec{Name: "p", Producer: func() actors.Actor {
+		return actors.ReceiveFunc(func(c *actors.Context) {
+			if _, ok := c.Message().(*actors.Started); ok {
+				r, err := c.Spawn(actors.Spec{Name: "c", Producer: func() actors.Actor { return &worker{count: &atomic.Int64{}} }})
 				if err != nil {
 					panic(err)
 				}
@@ -373,8 +372,8 @@ func TestSystem_SpawnChildFromInsideActor(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := <-got
-	if c.Path() != "/p/c" || c.PID().Id != "p/c" {
-		t.Fatalf("child %s %s", c.Path(), c.PID().Id)
+	if c.Path() != "/p/c" || actors.PIDID(c) != "p/c" {
+		t.Fatalf("child %s %s", c.Path(), actors.PIDID(c))
 	}
 	if v, err := c.Request(ctxT(t), &ping{}); err != nil || v != "pong" {
 		t.Fatalf("child request: %v %v", v, err)
@@ -384,10 +383,10 @@ func TestSystem_SpawnChildFromInsideActor(t *testing.T) {
 func TestSystem_SpawnValidation(t *testing.T) {
 	s := newSystem(t)
 	for _, spec := range []actors.Spec{
-		{Name: "", Producer: func() actor.Actor { return &worker{} }},
-		{Name: "a/b", Producer: func() actor.Actor { return &worker{} }},
+		{Name: "", Producer: func() actors.Actor { return &worker{} }},
+		{Name: "a/b", Producer: func() actors.Actor { return &worker{} }},
 		{Name: "x"},
-		{Name: "y", Producer: func() actor.Actor { return &worker{} }, Supervisor: supervisor.Config{Kind: 7}},
+		{Name: "y", Producer: func() actors.Actor { return &worker{} }, Supervisor: supervisor.Config{Kind: 7}},
 	} {
 		if _, err := s.Spawn(spec); !errors.Is(err, actors.ErrInvalidSpec) {
 			t.Fatalf("Spawn(%q) = %v", spec.Name, err)
@@ -423,7 +422,7 @@ func TestSystem_ShutdownDrainsEverything(t *testing.T) {
 			t.Fatalf("worker %d processed %d of 100", i, w.count.Load())
 		}
 	}
-	if _, err := s.Spawn(actors.Spec{Name: "late", Producer: func() actor.Actor { return &worker{} }}); !errors.Is(err, actors.ErrStopped) {
+	if _, err := s.Spawn(actors.Spec{Name: "late", Producer: func() actors.Actor { return &worker{} }}); !errors.Is(err, actors.ErrStopped) {
 		t.Fatalf("Spawn after Shutdown = %v", err)
 	}
 	if n := s.Registry().Snapshot(); len(n.Children) != 0 {
@@ -509,5 +508,78 @@ func TestRef_ControlMessagesHaveReservedCapacity(t *testing.T) {
 	}
 	if err := ref.TellControl(&add{n: 1}); !errors.Is(err, actors.ErrStopped) {
 		t.Fatalf("control message to a stopped actor: %v, want ErrStopped", err)
+	}
+}
+
+// The Context an actor gets: its own Ref, the lifecycle messages as this
+// package's types, Poison after what is queued, a ReplyTo whose
+// reservation lands in the actor's own mailbox, and the deprecated
+// System forms answering the same.
+func TestContext_SelfLifecyclePoisonReplyTo(t *testing.T) {
+	s := newSystem(t)
+	type event struct {
+		msg  any
+		self *actors.Ref
+	}
+	events := make(chan event, 64)
+	replyTo := make(chan actors.ReplyTo, 1)
+	ref, err := s.Spawn(actors.Spec{Name: "ctx", MaxMessages: 8, Producer: func() actors.Actor {
+		return actors.ReceiveFunc(func(c *actors.Context) {
+			events <- event{msg: c.Message(), self: c.Self()}
+			switch c.Message().(type) {
+			case *actors.Started:
+				if s.Self(c) != c.Self() {
+					panic("System.Self differs from c.Self")
+				}
+				child, err := s.SpawnChild(c, actors.Spec{Name: "kid", Producer: func() actors.Actor { return &worker{count: &atomic.Int64{}} }})
+				if err != nil || child.Path() != "/ctx/kid" {
+					panic(fmt.Sprint("SpawnChild: ", child, err))
+				}
+				replyTo <- c.ReplyTo()
+			case string:
+				c.Respond("nobody waits") // a Tell: nothing happens
+				c.Poison()
+			}
+		})
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := func() event {
+		t.Helper()
+		select {
+		case e := <-events:
+			return e
+		case <-time.After(10 * time.Second):
+			t.Fatal("no message reached the actor")
+			return event{}
+		}
+	}
+	if e := next(); e.self != ref {
+		t.Fatalf("first message %T, self %v", e.msg, e.self)
+	} else if _, ok := e.msg.(*actors.Started); !ok {
+		t.Fatalf("first message %T, want *actors.Started", e.msg)
+	}
+	slot, err := (<-replyTo).Reserve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot.Post(&add{n: 1})
+	if e := next(); e.msg.(*add).n != 1 {
+		t.Fatalf("reserved post: %+v", e.msg)
+	}
+	if err := ref.Tell("stop"); err != nil {
+		t.Fatal(err)
+	}
+	next() // "stop"
+	if _, ok := next().msg.(*actors.Stopping); !ok {
+		t.Fatal("Poison did not stop the actor")
+	}
+	if _, ok := next().msg.(*actors.Stopped); !ok {
+		t.Fatal("no *actors.Stopped")
+	}
+	<-ref.Done()
+	if _, err := (actors.ReplyTo{}).Reserve(); !errors.Is(err, actors.ErrStopped) {
+		t.Fatalf("zero ReplyTo reserved: %v", err)
 	}
 }

@@ -10,11 +10,17 @@
 // concurrent use: Tell and Request admit against the quota before posting,
 // Stop drains what was admitted and then stops the actor.
 //
-// Inside an actor, reply to a Request with c.Respond(x), and spawn children
-// with (*System).SpawnChild(c, spec). The actor sees the messages exactly as
-// sent (the size wrapper is removed by the mailbox) plus protoactor's
-// lifecycle messages (*actor.Started, *actor.Stopping, ...).
+// An actor is an Actor: Receive(c *Context), one message at a time on its
+// own turn. c.Message() is the message exactly as sent, or one of the
+// lifecycle messages *Started, *Restarting, *Stopping, *Stopped. Inside
+// Receive, answer a Request with c.Respond(x), get the actor's own Ref
+// with c.Self(), spawn children with c.Spawn(spec), stop the actor after
+// what it has queued with c.Poison(), and hand c.ReplyTo() to a call that
+// answers later. One Context serves every message of an incarnation: the
+// adapter adds no allocation per message.
 //
 // It owns the protoactor-go ActorSystem and the routing of its slog output
-// into zerolog. It must not know about the wire, meshes or Spots.
+// into zerolog; no exported signature names a protoactor type (held by
+// TestLayering_NoProtoactorInPublicAPI). It must not know about the wire,
+// meshes or Spots.
 package actors

@@ -3,10 +3,6 @@ package actors
 import (
 	"errors"
 	"fmt"
-
-	"github.com/asynkron/protoactor-go/actor"
-
-	"github.com/zlink-go/zlink/supervisor"
 )
 
 // ErrFailed is what Request returns when the actor panicked while
@@ -20,7 +16,7 @@ var ErrFailed = errors.New("zlink: actor failed while handling the request")
 //
 // MessageFailed gets the message the actor was handling when it panicked:
 // protoactor drops that message on restart, so the cell hands it over on
-// the old instance first (on *actor.Restarting, or on *actor.Stopping when
+// the old instance first (on *Restarting, or on *Stopping when
 // the supervisor gave up). MessageDropped gets each message that was
 // admitted but never handled because the actor stopped (Stop, a parent's
 // restart, a supervisor giving up).
@@ -62,9 +58,7 @@ func (s *System) Lookup(path string) *Ref {
 	return s.refs[path]
 }
 
-// Self returns the Ref of the actor owning c. Call it from inside that
-// actor's Receive (typically in *actor.Started, to hand the Ref to timers
-// and goroutines of this incarnation).
-func (s *System) Self(c actor.Context) *Ref {
-	return s.Lookup(supervisor.PathOf(c.Self()))
-}
+// Self returns the Ref of the actor owning c.
+//
+// Deprecated: use c.Self().
+func (s *System) Self(c *Context) *Ref { return c.Self() }

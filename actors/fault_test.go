@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/supervisor"
 )
@@ -22,7 +20,7 @@ type failActor struct {
 
 type explode struct{ id int }
 
-func (a *failActor) Receive(c actor.Context) {
+func (a *failActor) Receive(c *actors.Context) {
 	switch m := c.Message().(type) {
 	case *explode:
 		panic("explode")
@@ -43,7 +41,7 @@ func (a *failActor) MessageDropped(msg any) { a.dropped <- msg }
 func TestSystem_MessageFailedGetsThePanickingMessage(t *testing.T) {
 	s := newSystem(t)
 	failed := make(chan any, 4)
-	ref, err := s.Spawn(actors.Spec{Name: "f", Producer: func() actor.Actor { return &failActor{failed: failed, dropped: make(chan any, 1)} }})
+	ref, err := s.Spawn(actors.Spec{Name: "f", Producer: func() actors.Actor { return &failActor{failed: failed, dropped: make(chan any, 1)} }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,10 +79,10 @@ func TestSystem_MessageFailedGetsThePanickingMessage(t *testing.T) {
 func TestSystem_InjectPanicRestartsTheActor(t *testing.T) {
 	s := newSystem(t)
 	starts := &atomic.Int64{}
-	ref, err := s.Spawn(actors.Spec{Name: "w", Kind: "worker", Producer: func() actor.Actor {
-		return actor.ReceiveFunc(func(c actor.Context) {
+	ref, err := s.Spawn(actors.Spec{Name: "w", Kind: "worker", Producer: func() actors.Actor {
+		return actors.ReceiveFunc(func(c *actors.Context) {
 			switch c.Message().(type) {
-			case *actor.Started:
+			case *actors.Started:
 				starts.Add(1)
 			case *ping:
 				c.Respond("pong")
@@ -117,9 +115,9 @@ func TestSupervisor_OnGiveUpStopsTheChildInsteadOfEscalating(t *testing.T) {
 		Name: "host",
 		Supervisor: supervisor.Config{MaxRestarts: 1, Within: time.Minute,
 			OnGiveUp: func(child string, reason any) { gaveUp <- child }},
-		Producer: func() actor.Actor {
-			return actor.ReceiveFunc(func(c actor.Context) {
-				if _, ok := c.Message().(*actor.Started); ok {
+		Producer: func() actors.Actor {
+			return actors.ReceiveFunc(func(c *actors.Context) {
+				if _, ok := c.Message().(*actors.Started); ok {
 					parentStarts.Add(1)
 				}
 			})
@@ -160,12 +158,10 @@ func TestSystem_MessagesLeftInAStoppedMailboxAreHandedToMessageDropped(t *testin
 	// The parent, when told to stop, stops its child first (a system
 	// message, ahead of anything the child still has queued) and only
 	// then lets the child's running turn end.
-	parent, err := s.Spawn(actors.Spec{Name: "p", Producer: func() actor.Actor {
-		return actor.ReceiveFunc(func(c actor.Context) {
-			if _, ok := c.Message().(*actor.Stopping); ok {
-				for _, ch := range c.Children() {
-					c.Stop(ch)
-				}
+	parent, err := s.Spawn(actors.Spec{Name: "p", Producer: func() actors.Actor {
+		return actors.ReceiveFunc(func(c *actors.Context) {
+			if _, ok := c.Message().(*actors.Stopping); ok {
+				actors.StopChildrenNow(c)
 				close(gate)
 			}
 		})
@@ -173,7 +169,7 @@ func TestSystem_MessagesLeftInAStoppedMailboxAreHandedToMessageDropped(t *testin
 	if err != nil {
 		t.Fatal(err)
 	}
-	child, err := s.Spawn(actors.Spec{Name: "c", Parent: parent, MaxMessages: 10, Producer: func() actor.Actor {
+	child, err := s.Spawn(actors.Spec{Name: "c", Parent: parent, MaxMessages: 10, Producer: func() actors.Actor {
 		return &failActor{failed: make(chan any, 1), dropped: dropped, gate: gate, entered: entered}
 	}})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/zlink-go/zlink/internal/pamailbox"
 	"github.com/zlink-go/zlink/mailbox"
 	"github.com/zlink-go/zlink/supervisor"
 )
@@ -23,7 +24,7 @@ type Ref struct {
 	pid          *actor.PID
 	path         string
 	q            *mailbox.Quota
-	mb           *mailbox.Mailbox
+	mb           *pamailbox.Mailbox
 	life         *lifecycle
 }
 
@@ -70,9 +71,6 @@ func (l *lifecycle) doneCh() chan struct{} {
 	}
 	return l.done
 }
-
-// PID returns the protoactor PID.
-func (r *Ref) PID() *actor.PID { return r.pid }
 
 // Path returns the registry path, e.g. "/host/mesh:game/peers".
 func (r *Ref) Path() string { return r.path }
@@ -248,17 +246,16 @@ func (r *Ref) wait(ctx context.Context) error {
 	}
 }
 
-// cell wraps the user's actor: it keeps the registry state and the Ref's
-// lifecycle in step with protoactor's lifecycle messages and serves spawn
-// requests from Spawn(Spec{Parent: ...}). It adds no allocation per message.
-type cell struct {
-	sys   *System
-	ref   *Ref
-	inner actor.Actor
-	// current is the user message being handled (and its sender); it
-	// stays set when the handler panics, so it can still be answered.
-	current any
-	sender  *actor.PID
+// cell is an actor's Context as protoactor sees it (the same memory,
+// another method set): it keeps the registry state and the Ref's lifecycle
+// in step with protoactor's lifecycle messages and serves spawn requests
+// from Spawn(Spec{Parent: ...}). It adds no allocation per message and
+// no memory per actor: the user's actor gets the cell itself as its
+// *Context.
+type cell Context
+
+func newCell(ref *Ref, inner Actor) *cell {
+	return &cell{ref: ref, inner: inner}
 }
 
 // failed answers the message that panicked (if any): a Request's caller
@@ -292,7 +289,9 @@ func (c *cell) dropped() {
 }
 
 func (c *cell) Receive(ctx actor.Context) {
-	reg := c.sys.reg
+	c.pc = ctx
+	sys := c.ref.sys
+	reg := sys.reg
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		reg.SetState(c.ref.path, supervisor.Running)
@@ -311,21 +310,25 @@ func (c *cell) Receive(ctx actor.Context) {
 		c.ref.life.dead.Store(true)
 		reg.SetState(c.ref.path, supervisor.Stopped)
 		defer c.ref.life.finish()
-		defer c.sys.forget(c.ref)
-		c.inner.Receive(ctx)
+		defer sys.forget(c.ref)
+		c.inner.Receive((*Context)(c))
 		c.dropped()
 		return
+	case *actor.Terminated:
+		// A child stopped: protoactor's own bookkeeping, nothing the
+		// actor handles.
+		return
 	case *spawnRequest:
-		ref, err := c.sys.SpawnChild(ctx, m.spec)
+		ref, err := sys.spawn(ctx, c.ref.path, m.spec)
 		m.reply <- spawnResult{ref: ref, err: err}
 		return
 	case *injectedPanic:
 		panic(m.reason)
 	default:
 		c.current, c.sender = m, ctx.Sender()
-		c.inner.Receive(ctx)
+		c.inner.Receive((*Context)(c))
 		c.current, c.sender = nil, nil
 		return
 	}
-	c.inner.Receive(ctx)
+	c.inner.Receive((*Context)(c))
 }

@@ -39,3 +39,23 @@ func (v Reservation) Post(msg any) {
 	}
 	r.mb.PostSized(msg, 0)
 }
+
+// ReplyTo is where asynchronous answers go: the mailbox of one actor.
+// It carries no way to send anything else: a call that answers later
+// (routemesh's CallAsync) reserves a slot with Reserve and posts its one
+// answer there. An actor gets its own with c.ReplyTo(); Ref.ReplyTo is for
+// code that starts calls on an actor's behalf outside its Receive. The
+// zero ReplyTo reserves nothing (ErrStopped).
+type ReplyTo struct{ r *Ref }
+
+// ReplyTo returns where asynchronous answers to r's actor go.
+func (r *Ref) ReplyTo() ReplyTo { return ReplyTo{r: r} }
+
+// Reserve admits one message slot in the actor's mailbox now; see
+// Ref.Reserve.
+func (t ReplyTo) Reserve() (Reservation, error) {
+	if t.r == nil {
+		return Reservation{}, ErrStopped
+	}
+	return t.r.Reserve()
+}

@@ -13,6 +13,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 
+	"github.com/zlink-go/zlink/internal/pamailbox"
+	"github.com/zlink-go/zlink/internal/pasupervisor"
 	"github.com/zlink-go/zlink/mailbox"
 	"github.com/zlink-go/zlink/supervisor"
 )
@@ -64,7 +66,7 @@ func (s *System) strategy(cfg supervisor.Config) actor.SupervisorStrategy {
 	if cfg.IsDefault() {
 		return s.def
 	}
-	return cfg.Strategy(s.reg)
+	return pasupervisor.Strategy(cfg, s.reg)
 }
 
 // NewSystem starts a System. It panics on an invalid Config (a programming
@@ -83,8 +85,8 @@ func NewSystem(cfg Config) *System {
 		log:  log,
 		refs: map[string]*Ref{},
 	}
-	s.top = cfg.TopLevel.RootStrategy(s.reg)
-	s.def = supervisor.DefaultConfig().Strategy(s.reg)
+	s.top = pasupervisor.RootStrategy(cfg.TopLevel, s.reg)
+	s.def = pasupervisor.Strategy(supervisor.DefaultConfig(), s.reg)
 	plog := log.With().Str("lib", "protoactor").Logger()
 	s.as = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return slog.New(zerolog.NewSlogHandler(plog))
@@ -111,7 +113,7 @@ type Spec struct {
 	Supervisor supervisor.Config
 	// Producer makes a fresh actor instance, at start and on every restart.
 	// Required.
-	Producer func() actor.Actor
+	Producer func() Actor
 	// Compact gives the actor an unpadded mailbox quota: for actors that
 	// are many and rarely contended (Spots).
 	Compact bool
@@ -168,11 +170,10 @@ func (s *System) Spawn(spec Spec) (*Ref, error) {
 
 // SpawnChild starts an actor as a child of the actor owning c. Call it only
 // from inside that actor's Receive. spec.Parent is ignored.
-func (s *System) SpawnChild(c actor.Context, spec Spec) (*Ref, error) {
-	if err := spec.validate(); err != nil {
-		return nil, err
-	}
-	return s.spawn(c, supervisor.PathOf(c.Self()), spec)
+//
+// Deprecated: use c.Spawn(spec).
+func (s *System) SpawnChild(c *Context, spec Spec) (*Ref, error) {
+	return c.Spawn(spec)
 }
 
 type spawnRequest struct {
@@ -195,7 +196,7 @@ func (s *System) spawn(parent actor.Context, parentPath string, spec Spec) (*Ref
 	} else {
 		q = mailbox.NewQuota(spec.MaxMessages, spec.MaxBytes)
 	}
-	mb := mailbox.New(q)
+	mb := pamailbox.New(q)
 	ref := &Ref{sys: s, path: path, q: q, mb: mb, life: newLifecycle()}
 
 	s.mu.Lock()
@@ -228,7 +229,7 @@ func (s *System) spawn(parent actor.Context, parentPath string, spec Spec) (*Ref
 	}
 	producer := spec.Producer
 	props := actor.PropsFromProducer(func() actor.Actor {
-		return &cell{sys: s, ref: ref, inner: producer()}
+		return newCell(ref, producer())
 	}, opts...)
 
 	var pid *actor.PID

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 
 	"github.com/zlink-go/zlink/actors"
@@ -24,7 +23,7 @@ func chaosTree(t *testing.T) (*actors.System, *actors.Ref) {
 	t.Helper()
 	sys := actors.NewSystem(actors.Config{Name: "chaos", Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})
 	parent, err := sys.Spawn(actors.Spec{Name: "fanout:c", Kind: "fanout", Supervisor: DefaultSupervision(),
-		Producer: func() actor.Actor { return actor.ReceiveFunc(func(actor.Context) {}) }})
+		Producer: func() actors.Actor { return actors.ReceiveFunc(func(*actors.Context) {}) }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,8 +52,8 @@
 // same either way.
 //
 // A restart rebuilds the actor whole. The old incarnation gets
-// *actor.Restarting and only releases: it cancels its goroutines and closes
-// its sockets without waiting. The new one gets *actor.Started and does
+// *actors.Restarting and only releases: it cancels its goroutines and closes
+// its sockets without waiting. The new one gets *actors.Started and does
 // all the setup:
 //
 //   - publisher: binds the endpoint bound at startup again (same port, same

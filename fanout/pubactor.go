@@ -6,9 +6,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"github.com/go-zeromq/zmq4"
 
+	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/internal/ident"
 	"github.com/zlink-go/zlink/internal/zguard"
 	"github.com/zlink-go/zlink/supervisor"
@@ -17,8 +17,8 @@ import (
 // pubActor owns one incarnation of a publisher: its PUB socket and the
 // goroutine that sends heartbeats and renews the descriptor. A restart
 // rebuilds it whole: the old incarnation releases everything on
-// *actor.Restarting (without waiting), the new one binds the same endpoint
-// and starts over on *actor.Started. Nothing in Receive blocks: store I/O
+// *actors.Restarting (without waiting), the new one binds the same endpoint
+// and starts over on *actors.Started. Nothing in Receive blocks: store I/O
 // runs on the incarnation's tracked goroutine.
 type pubActor struct {
 	p      *Publisher
@@ -26,18 +26,18 @@ type pubActor struct {
 	cancel context.CancelFunc
 }
 
-var _ actor.Actor = (*pubActor)(nil)
+var _ actors.Actor = (*pubActor)(nil)
 
-func (a *pubActor) Receive(c actor.Context) {
+func (a *pubActor) Receive(c *actors.Context) {
 	switch m := c.Message().(type) {
-	case *actor.Started:
+	case *actors.Started:
 		a.start()
-	case *actor.Restarting, *actor.Stopping:
+	case *actors.Restarting, *actors.Stopping:
 		a.release()
-	case *actor.Stopped:
+	case *actors.Stopped:
 		a.release()
 		if !a.p.closed.Load() {
-			a.p.fail(supervisor.PathOf(c.Self()))
+			a.p.fail(c.Self().Path())
 		}
 	case crash:
 		panic(m.reason)

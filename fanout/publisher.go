@@ -8,10 +8,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"github.com/go-zeromq/zmq4"
 	"github.com/rs/zerolog"
 
+	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/internal/ident"
 	"github.com/zlink-go/zlink/internal/zguard"
 	"github.com/zlink-go/zlink/location"
@@ -73,7 +73,7 @@ func StartPublisher(ctx context.Context, cfg PublisherConfig) (*Publisher, error
 	p.bind, _ = zguard.Endpoint(cfg.Listen) // checked by validate
 	h := newHost(cfg.System, cfg.Parent, cfg.Logger)
 	p.h = h
-	if err := h.spawn("publisher", func() actor.Actor { return &pubActor{p: p} }); err != nil {
+	if err := h.spawn("publisher", func() actors.Actor { return &pubActor{p: p} }); err != nil {
 		return nil, err
 	}
 	var err error

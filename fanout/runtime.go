@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 
 	"github.com/zlink-go/zlink/actors"
@@ -76,7 +75,7 @@ func newHost(sys *actors.System, parent *actors.Ref, log zerolog.Logger) *host {
 }
 
 // spawn starts the actor made by produce as name under the parent.
-func (h *host) spawn(name string, produce func() actor.Actor) error {
+func (h *host) spawn(name string, produce func() actors.Actor) error {
 	// A publisher's or subscriber's actor receives lifecycle messages and
 	// one report per owned goroutine (its sockets are read and written by
 	// those goroutines, not through its mailbox): its budget is that bound.

@@ -8,20 +8,19 @@ import (
 	"sync"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"github.com/go-zeromq/zmq4"
 
+	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/internal/zguard"
 	"github.com/zlink-go/zlink/location"
-	"github.com/zlink-go/zlink/supervisor"
 )
 
 // subActor owns one incarnation of a subscriber (a subRun). It adds and
 // removes publishers and ticks their liveness; store listings and the
 // per-publisher connections run on tracked goroutines, which report back by
 // message (listings, ticks) or under the run's leaf lock (heard).
-// *actor.Restarting cancels the incarnation without waiting; the next
-// *actor.Started rebuilds it from the configuration and the store.
+// *actors.Restarting cancels the incarnation without waiting; the next
+// *actors.Started rebuilds it from the configuration and the store.
 type subActor struct {
 	s   *Subscriber
 	run *subRun
@@ -37,18 +36,18 @@ type (
 	}
 )
 
-var _ actor.Actor = (*subActor)(nil)
+var _ actors.Actor = (*subActor)(nil)
 
-func (a *subActor) Receive(c actor.Context) {
+func (a *subActor) Receive(c *actors.Context) {
 	switch m := c.Message().(type) {
-	case *actor.Started:
+	case *actors.Started:
 		a.start(c)
-	case *actor.Restarting, *actor.Stopping:
+	case *actors.Restarting, *actors.Stopping:
 		a.release()
-	case *actor.Stopped:
+	case *actors.Stopped:
 		a.release()
 		if !a.s.closed.Load() {
-			a.s.fail(supervisor.PathOf(c.Self()))
+			a.s.fail(c.Self().Path())
 		}
 	case subTick:
 		if m.run == a.run {
@@ -72,14 +71,14 @@ func (a *subActor) Receive(c actor.Context) {
 // start builds a new incarnation: its publishers (configured endpoints,
 // the startup listing, or a fresh listing after a restart), and the
 // goroutines that tick liveness and poll the store.
-func (a *subActor) start(c actor.Context) {
+func (a *subActor) start(c *actors.Context) {
 	s := a.s
-	sys, self := c.ActorSystem(), c.Self()
+	self := c.Self()
 	r := &subRun{s: s, entries: map[string]*entry{}}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	send := func(m any) {
 		if r.ctx.Err() == nil {
-			sys.Root.Send(self, m)
+			_ = self.TellControl(m) // fails only once the actor stops
 		}
 	}
 	a.run = r

@@ -9,9 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 
+	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/internal/zguard"
 	"github.com/zlink-go/zlink/location"
 )
@@ -91,7 +91,7 @@ func StartSubscriber(ctx context.Context, cfg SubscriberConfig) (*Subscriber, er
 		s.seed = pubs
 	}
 	s.h = newHost(cfg.System, cfg.Parent, cfg.Logger)
-	if err := s.h.spawn("subscriber", func() actor.Actor { return &subActor{s: s} }); err != nil {
+	if err := s.h.spawn("subscriber", func() actors.Actor { return &subActor{s: s} }); err != nil {
 		return nil, err
 	}
 	select {

@@ -7,8 +7,3 @@ package mailbox
 // as processed: whoever kept it calls Quota.Release with its admitted size,
 // exactly once.
 type BudgetKeeper interface{ KeptBudget() bool }
-
-func kept(msg any) bool {
-	k, ok := msg.(BudgetKeeper)
-	return ok && k.KeptBudget()
-}

@@ -28,13 +28,13 @@ type Reply struct {
 
 // CallAsync is Call without waiting, for callers inside an actor: the call's
 // one terminal result arrives as a *Reply (carrying tag) in replyTo's
-// mailbox within timeout (0 = DefaultRequestTimeout). No goroutine waits for
+// mailbox (an actor passes its own, c.ReplyTo()) within timeout (0 = DefaultRequestTimeout). No goroutine waits for
 // it. A slot for the reply is reserved in replyTo's mailbox first, so the
 // reply is never refused: when no slot can be reserved (the mailbox is
 // full, or the actor stopped) CallAsync returns that error, nothing is sent
 // and no Reply will come. Otherwise it returns nil and exactly one Reply
 // follows — errors that happen at once (no target, busy) included.
-func (n *Node) CallAsync(channel, packet string, payload []byte, timeout time.Duration, replyTo *actors.Ref, tag any) error {
+func (n *Node) CallAsync(channel, packet string, payload []byte, timeout time.Duration, replyTo actors.ReplyTo, tag any) error {
 	slot, err := replyTo.Reserve()
 	if err != nil {
 		return err
@@ -45,7 +45,7 @@ func (n *Node) CallAsync(channel, packet string, payload []byte, timeout time.Du
 }
 
 // CallNodeAsync is CallNode without waiting; see CallAsync.
-func (n *Node) CallNodeAsync(rid, packet string, payload []byte, timeout time.Duration, replyTo *actors.Ref, tag any) error {
+func (n *Node) CallNodeAsync(rid, packet string, payload []byte, timeout time.Duration, replyTo actors.ReplyTo, tag any) error {
 	slot, err := replyTo.Reserve()
 	if err != nil {
 		return err

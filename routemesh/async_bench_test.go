@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/zlink-go/zlink/actors"
 )
 
@@ -73,8 +71,8 @@ func BenchmarkNode_CallNode(b *testing.B) {
 		defer func() { _ = sys.Shutdown(context.Background()) }()
 		credits := make(chan struct{}, window)
 		var wg sync.WaitGroup
-		ref, err := sys.Spawn(actors.Spec{Name: "caller", MaxMessages: 2 * window, Producer: func() actor.Actor {
-			return actor.ReceiveFunc(func(c actor.Context) {
+		ref, err := sys.Spawn(actors.Spec{Name: "caller", MaxMessages: 2 * window, Producer: func() actors.Actor {
+			return actors.ReceiveFunc(func(c *actors.Context) {
 				if r, ok := c.Message().(*Reply); ok {
 					if r.Err != nil {
 						b.Error(r.Err)
@@ -90,7 +88,7 @@ func BenchmarkNode_CallNode(b *testing.B) {
 		for b.Loop() {
 			credits <- struct{}{}
 			wg.Add(1)
-			if err := cli.CallNodeAsync("srv", "echo", payload, 5*time.Second, ref, nil); err != nil {
+			if err := cli.CallNodeAsync("srv", "echo", payload, 5*time.Second, ref.ReplyTo(), nil); err != nil {
 				b.Fatal(err)
 			}
 		}

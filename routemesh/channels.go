@@ -5,8 +5,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/routemesh/internal/selection"
 )
@@ -97,7 +95,7 @@ func (n *Node) directSpec() actors.Spec {
 	return actors.Spec{
 		Name: "direct", Kind: "owner",
 		MaxMessages: n.cfg.Socket.MailboxMessageBudget, MaxBytes: n.cfg.Socket.MailboxByteBudget,
-		Producer: func() actor.Actor {
+		Producer: func() actors.Actor {
 			return &ownerActor{n: n, requests: n.cfg.directRequests, sends: n.cfg.directSends,
 				pool: n.directPool, track: n.directTrack, served: n.directServed}
 		},
@@ -114,8 +112,8 @@ type channelsActor struct {
 	epoch uint64
 }
 
-func (a *channelsActor) Receive(c actor.Context) {
-	if _, ok := c.Message().(*actor.Started); !ok {
+func (a *channelsActor) Receive(c *actors.Context) {
+	if _, ok := c.Message().(*actors.Started); !ok {
 		return
 	}
 	n := a.n
@@ -125,10 +123,10 @@ func (a *channelsActor) Receive(c actor.Context) {
 			continue
 		}
 		co := co
-		ref, err := n.sys.SpawnChild(c, actors.Spec{
+		ref, err := c.Spawn(actors.Spec{
 			Name: "channel:" + name, Kind: "channel",
 			MaxMessages: n.cfg.Socket.MailboxMessageBudget, MaxBytes: n.cfg.Socket.MailboxByteBudget,
-			Producer: func() actor.Actor {
+			Producer: func() actors.Actor {
 				return &ownerActor{n: n, channel: co.name, requests: co.reg.requests, sends: co.reg.sends, pool: co.pool, track: co.track, served: co.served}
 			},
 		})

@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/location"
 )
@@ -103,14 +101,14 @@ func newDiscoveryActor(n *Node, store location.Descriptors) *discoveryActor {
 		applied: map[string]want{}, manual: map[string]*location.Descriptor{}, sent: map[string]bool{}}
 }
 
-func (a *discoveryActor) Receive(c actor.Context) {
+func (a *discoveryActor) Receive(c *actors.Context) {
 	switch msg := c.Message().(type) {
-	case *actor.Started:
+	case *actors.Started:
 		// Every incarnation starts from nothing: it reads the whole mesh
 		// (the zero revision) and hands the mesh actor what it should hold
 		// (a restarted mesh actor holds nothing; one that kept running
 		// ignores repeats).
-		a.self = a.n.sys.Self(c)
+		a.self = c.Self()
 		a.ctx, a.cancel = context.WithCancel(a.n.dctx)
 		if !a.n.goTracked(a.watch) {
 			a.cancel()
@@ -119,7 +117,7 @@ func (a *discoveryActor) Receive(c actor.Context) {
 		poke := a.poke
 		a.n.mview.poke.Store(&poke)
 		a.poke()
-	case *actor.Restarting, *actor.Stopping:
+	case *actors.Restarting, *actors.Stopping:
 		if a.cancel != nil {
 			a.cancel() // ends this incarnation's watch and listing
 		}
@@ -390,7 +388,7 @@ func sameTarget(x, y *location.Descriptor) bool {
 
 // ack tells the discovery actor that step seq was applied (or answers a
 // plain Request).
-func ackDisc(c actor.Context, ack *actors.Ref, seq uint64) {
+func ackDisc(c *actors.Context, ack *actors.Ref, seq uint64) {
 	if ack != nil {
 		_ = ack.TellControl(&discApplied{seq: seq})
 		return
@@ -402,6 +400,6 @@ func ackDisc(c actor.Context, ack *actors.Ref, seq uint64) {
 func (n *Node) discoverySpec() actors.Spec {
 	return actors.Spec{
 		Name: "discovery", Kind: "discovery", MaxMessages: discoveryMailbox,
-		Producer: func() actor.Actor { return newDiscoveryActor(n, n.store) },
+		Producer: func() actors.Actor { return newDiscoveryActor(n, n.store) },
 	}
 }

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/routemesh/internal/transport/memnet"
 	"github.com/zlink-go/zlink/wire"
@@ -25,10 +23,10 @@ type testExt struct {
 
 type extActor struct{ e *testExt }
 
-func (a *extActor) Receive(actor.Context) {}
+func (a *extActor) Receive(*actors.Context) {}
 
 func (e *testExt) Spec() actors.Spec {
-	return actors.Spec{Name: "ext", Kind: "ext", Producer: func() actor.Actor {
+	return actors.Spec{Name: "ext", Kind: "ext", Producer: func() actors.Actor {
 		e.mu.Lock()
 		e.spawned++
 		e.mu.Unlock()

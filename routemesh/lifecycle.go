@@ -3,8 +3,6 @@ package routemesh
 import (
 	"fmt"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/internal/meshbridge"
 	"github.com/zlink-go/zlink/supervisor"
@@ -16,7 +14,7 @@ func (n *Node) meshSpec() actors.Spec {
 		Name: "mesh:" + n.cfg.Mesh, Kind: "meshnode",
 		MaxMessages: meshMailboxMessages, MaxBytes: meshMailboxBytes,
 		Supervisor: supervisor.DefaultConfig(),
-		Producer:   func() actor.Actor { return newMeshActor(n) },
+		Producer:   func() actors.Actor { return newMeshActor(n) },
 	}
 }
 

@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/internal/zerr"
 )
@@ -29,10 +27,10 @@ func (m *meshActor) makeReady(p *pipe) {
 	p.w.maxBatch = int(min(uint64(p.w.maxBatch), max(l.recvLimit, 1<<10)))
 	// A child of the mesh actor, spawned without waiting on anyone; it
 	// starts its liveness machine in its own Started.
-	ref, err := n.sys.SpawnChild(m.c, actors.Spec{
+	ref, err := m.c.Spawn(actors.Spec{
 		Name: "peer:" + l.rid + "#" + strconv.FormatUint(n.peerSeq.Add(1), 10), Kind: "peer",
 		MaxMessages: peerMailboxMessages, MaxBytes: peerMailboxBytes,
-		Producer: func() actor.Actor { return newPeerActor(n, m.self, p, l) },
+		Producer: func() actors.Actor { return newPeerActor(n, m.self, p, l) },
 	})
 	if err != nil {
 		m.dropPipe(p, err)

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/internal/zerr"
 	"github.com/zlink-go/zlink/location"
@@ -105,8 +103,8 @@ type meshActor struct {
 	intents []*intent
 	auto    map[string]*autoPeer // automatic peers this node does not dial
 	stopped bool
-	resume  NodeState     // the state to resume once the channel owners are up
-	c       actor.Context // this actor's context (stable across restarts): spawns children
+	resume  NodeState       // the state to resume once the channel owners are up
+	c       *actors.Context // this incarnation's context: spawns children
 	// authLogged remembers endpoint+generation pairs whose authentication
 	// failure was logged, so each is logged once.
 	authLogged map[string]struct{}
@@ -120,13 +118,13 @@ func newMeshActor(n *Node) *meshActor {
 
 var _ actors.FailureHandler = (*meshActor)(nil)
 
-func (m *meshActor) Receive(c actor.Context) {
+func (m *meshActor) Receive(c *actors.Context) {
 	switch msg := c.Message().(type) {
-	case *actor.Started:
+	case *actors.Started:
 		m.start(c)
-	case *actor.Restarting:
+	case *actors.Restarting:
 		m.teardown(fmt.Errorf("%w: the MeshNode's actors restarted", zerr.ErrPeerLost))
-	case *actor.Stopping:
+	case *actors.Stopping:
 		// Stopped by Stop, or by the host restarting (which spawns a new
 		// mesh actor next): only the first is a shutdown for the calls.
 		reason := error(zerr.ErrShuttingDown)
@@ -191,7 +189,7 @@ func (m *meshActor) onConnection(msg any) bool {
 
 // onControl handles the operator's and discovery's messages: weights,
 // drain, the mesh's changes.
-func (m *meshActor) onControl(c actor.Context, msg any) {
+func (m *meshActor) onControl(c *actors.Context, msg any) {
 	switch msg := msg.(type) {
 	case *setWeight:
 		m.applyWeight(msg)
@@ -271,9 +269,9 @@ func admissionRole(r uint8) admission.ObjectRole {
 // start builds this incarnation: children, admission, intents, view.
 // Spawning a child can fail only when the actor system is shutting down;
 // then this panics, and the supervisor decides.
-func (m *meshActor) start(c actor.Context) {
+func (m *meshActor) start(c *actors.Context) {
 	n := m.n
-	m.self, m.c = n.sys.Self(c), c
+	m.self, m.c = c.Self(), c
 	n.meshRef.Store(m.self) // the same Ref across restarts; a new one after the host respawned it
 	m.epoch = n.incarnations.Add(1)
 	prev := n.v.Load()
@@ -298,10 +296,10 @@ func (m *meshActor) start(c actor.Context) {
 	n.update(func(v *view) { v.direct = direct })
 	epoch := m.epoch
 	m.spawn(c, actors.Spec{Name: "channels", Kind: "supervisor", MaxMessages: ownedMailboxMessages, Supervisor: supervisor.DefaultConfig(),
-		Producer: func() actor.Actor { return &channelsActor{n: n, mesh: m.self, epoch: epoch} }})
-	m.spawn(c, actors.Spec{Name: "listener", Kind: "listener", MaxMessages: ownedMailboxMessages, Producer: func() actor.Actor { return &listenerActor{n: n} }})
+		Producer: func() actors.Actor { return &channelsActor{n: n, mesh: m.self, epoch: epoch} }})
+	m.spawn(c, actors.Spec{Name: "listener", Kind: "listener", MaxMessages: ownedMailboxMessages, Producer: func() actors.Actor { return &listenerActor{n: n} }})
 	if n.lease != nil {
-		m.spawn(c, actors.Spec{Name: "lease", Kind: "lease", MaxMessages: ownedMailboxMessages, Producer: func() actor.Actor { return &leaseActor{n: n} }})
+		m.spawn(c, actors.Spec{Name: "lease", Kind: "lease", MaxMessages: ownedMailboxMessages, Producer: func() actors.Actor { return &leaseActor{n: n} }})
 	}
 	if n.needsDiscovery() {
 		m.spawn(c, n.discoverySpec())
@@ -324,8 +322,8 @@ func (m *meshActor) start(c actor.Context) {
 	m.hungSweep()
 }
 
-func (m *meshActor) spawn(c actor.Context, spec actors.Spec) *actors.Ref {
-	ref, err := m.n.sys.SpawnChild(c, spec)
+func (m *meshActor) spawn(c *actors.Context, spec actors.Spec) *actors.Ref {
+	ref, err := c.Spawn(spec)
 	if err != nil {
 		panic(fmt.Errorf("zlink: mesh %s: spawn %s: %w", m.n.cfg.Mesh, spec.Name, err))
 	}

@@ -7,8 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/internal/zerr"
 )
@@ -55,11 +53,11 @@ func (n *Node) goOwned(owner func() *actors.Ref, fn func()) bool {
 // incarnation.
 type listenerActor struct{ n *Node }
 
-func (a *listenerActor) Receive(c actor.Context) {
+func (a *listenerActor) Receive(c *actors.Context) {
 	n := a.n
 	switch msg := c.Message().(type) {
-	case *actor.Started:
-		n.listener.Store(n.sys.Self(c))
+	case *actors.Started:
+		n.listener.Store(c.Self())
 		n.routerOnce.Do(func() { n.routerOpen.Store(true); close(n.routerReady) })
 		if n.reading.CompareAndSwap(false, true) {
 			if !n.goOwned(n.listener.Load, func() { defer n.reading.Store(false); n.readRouter() }) {
@@ -79,11 +77,11 @@ type leaseActor struct {
 	cancel context.CancelFunc
 }
 
-func (a *leaseActor) Receive(c actor.Context) {
+func (a *leaseActor) Receive(c *actors.Context) {
 	n := a.n
 	switch msg := c.Message().(type) {
-	case *actor.Started:
-		self := n.sys.Self(c)
+	case *actors.Started:
+		self := c.Self()
 		var ctx context.Context
 		ctx, a.cancel = context.WithCancel(n.dctx)
 		le := n.lease
@@ -93,7 +91,7 @@ func (a *leaseActor) Receive(c actor.Context) {
 		if !n.goOwned(func() *actors.Ref { return self }, func() { defer le.wg.Done(); le.run(ctx) }) {
 			le.wg.Done()
 		}
-	case *actor.Restarting, *actor.Stopping:
+	case *actors.Restarting, *actors.Stopping:
 		if a.cancel != nil {
 			a.cancel()
 		}
@@ -112,8 +110,8 @@ type writerActor struct {
 	p    *pipe
 }
 
-func (a *writerActor) Receive(c actor.Context) {
-	if _, ok := c.Message().(*actor.Restarting); ok {
+func (a *writerActor) Receive(c *actors.Context) {
+	if _, ok := c.Message().(*actors.Restarting); ok {
 		_ = a.mesh.TellControl(&pipeFailed{p: a.p, err: fmt.Errorf("%w: writer restarted", zerr.ErrPeerLost)})
 	}
 }

@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/internal/zerr"
 	"github.com/zlink-go/zlink/mailbox"
@@ -37,11 +35,11 @@ type ownerActor struct {
 
 var _ actors.FailureHandler = (*ownerActor)(nil)
 
-func (o *ownerActor) Receive(c actor.Context) {
+func (o *ownerActor) Receive(c *actors.Context) {
 	m, ok := c.Message().(*inbound)
 	if !ok {
-		if _, ok := c.Message().(*actor.Started); ok {
-			if ref := o.n.sys.Self(c); ref != nil {
+		if _, ok := c.Message().(*actors.Started); ok {
+			if ref := c.Self(); ref != nil {
 				o.q = ref.Quota()
 			}
 		}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/internal/zerr"
 	"github.com/zlink-go/zlink/wire"
@@ -76,26 +74,26 @@ func newPeerActor(n *Node, mesh *actors.Ref, p *pipe, l *link) *peerActor {
 
 var _ actors.FailureHandler = (*peerActor)(nil)
 
-func (a *peerActor) Receive(c actor.Context) {
+func (a *peerActor) Receive(c *actors.Context) {
 	switch msg := c.Message().(type) {
-	case *actor.Started:
+	case *actors.Started:
 		if a.p.getState() == pipeClosed {
 			a.lost = true
 			return
 		}
-		a.self = a.n.sys.Self(c)
+		a.self = c.Self()
 		mesh, p := a.mesh, a.p
-		if _, err := a.n.sys.SpawnChild(c, actors.Spec{Name: "writer", Kind: "writer", MaxMessages: ownedMailboxMessages,
-			Producer: func() actor.Actor { return &writerActor{n: a.n, mesh: mesh, p: p} }}); err != nil {
+		if _, err := c.Spawn(actors.Spec{Name: "writer", Kind: "writer", MaxMessages: ownedMailboxMessages,
+			Producer: func() actors.Actor { return &writerActor{n: a.n, mesh: mesh, p: p} }}); err != nil {
 			panic(err)
 		}
 		a.registered = true
 		a.n.beats.add(p)
-	case *actor.Restarting:
+	case *actors.Restarting:
 		a.unregister()
 		a.reportLost(fmt.Errorf("%w: peer actor restarted", zerr.ErrPeerLost))
 		a.lost = true
-	case *actor.Stopping:
+	case *actors.Stopping:
 		a.unregister()
 	case *peerLiveLost:
 		if a.registered {

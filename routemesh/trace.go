@@ -147,13 +147,13 @@ func (n *Node) traceAsync(t Tracer, parent context.Context, a *asyncCall, l *lin
 // CallAsyncContext is CallAsync whose call continues the trace ctx carries
 // (a handler's or a Spot turn's context). Only ctx's values are used: the
 // call's deadline is timeout, and ctx ending does not end it.
-func (n *Node) CallAsyncContext(ctx context.Context, channel, packet string, payload []byte, timeout time.Duration, replyTo *actors.Ref, tag any) error {
+func (n *Node) CallAsyncContext(ctx context.Context, channel, packet string, payload []byte, timeout time.Duration, replyTo actors.ReplyTo, tag any) error {
 	return n.callAsyncContext(ctx, channel, "", packet, payload, timeout, replyTo, tag)
 }
 
 // CallNodeAsyncContext is CallNodeAsync continuing ctx's trace; see
 // CallAsyncContext.
-func (n *Node) CallNodeAsyncContext(ctx context.Context, rid, packet string, payload []byte, timeout time.Duration, replyTo *actors.Ref, tag any) error {
+func (n *Node) CallNodeAsyncContext(ctx context.Context, rid, packet string, payload []byte, timeout time.Duration, replyTo actors.ReplyTo, tag any) error {
 	return n.callAsyncContext(ctx, "", rid, packet, payload, timeout, replyTo, tag)
 }
 
@@ -163,7 +163,7 @@ func (n *Node) CallNodeFuncContext(ctx context.Context, rid, packet string, payl
 	n.callAsync(&asyncCall{fn: fn}, "", rid, packet, payload, timeout, ctx)
 }
 
-func (n *Node) callAsyncContext(ctx context.Context, channel, rid, packet string, payload []byte, timeout time.Duration, replyTo *actors.Ref, tag any) error {
+func (n *Node) callAsyncContext(ctx context.Context, channel, rid, packet string, payload []byte, timeout time.Duration, replyTo actors.ReplyTo, tag any) error {
 	slot, err := replyTo.Reserve()
 	if err != nil {
 		return err

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/wire"
 )
@@ -179,8 +177,8 @@ func TestTrace_SpansAcrossTheWire(t *testing.T) {
 	replies := make(chan *Reply, 1)
 	sys := actors.NewSystem(actors.Config{Name: "t-caller"})
 	defer func() { _ = sys.Shutdown(context.Background()) }()
-	ref, err := sys.Spawn(actors.Spec{Name: "caller", MaxMessages: 4, Producer: func() actor.Actor {
-		return actor.ReceiveFunc(func(c actor.Context) {
+	ref, err := sys.Spawn(actors.Spec{Name: "caller", MaxMessages: 4, Producer: func() actors.Actor {
+		return actors.ReceiveFunc(func(c *actors.Context) {
 			if r, ok := c.Message().(*Reply); ok {
 				replies <- r
 			}
@@ -190,7 +188,7 @@ func TestTrace_SpansAcrossTheWire(t *testing.T) {
 		t.Fatal(err)
 	}
 	pctx := context.WithValue(context.Background(), recKey{}, parent)
-	if err := cli.CallAsyncContext(pctx, "echo", "echo", []byte("d"), 5*time.Second, ref, "tag"); err != nil {
+	if err := cli.CallAsyncContext(pctx, "echo", "echo", []byte("d"), 5*time.Second, ref.ReplyTo(), "tag"); err != nil {
 		t.Fatal(err)
 	}
 	if r := <-replies; r.Err != nil || r.Tag != "tag" {

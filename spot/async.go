@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/internal/zerr"
 	"github.com/zlink-go/zlink/routemesh"
@@ -150,7 +148,7 @@ func (r *Replies) Call(c *Context, channel, packet string, payload []byte, timeo
 		return err
 	}
 	c.act.drain.owe()
-	return c.act.drain.started(c.Node.CallAsyncContext(c.Context, channel, packet, payload, timeout, c.act.ref, c.replyTag(tag)))
+	return c.act.drain.started(c.Node.CallAsyncContext(c.Context, channel, packet, payload, timeout, c.act.ref.ReplyTo(), c.replyTag(tag)))
 }
 
 // CallNode is Call for a Node-direct request to rid.
@@ -159,7 +157,7 @@ func (r *Replies) CallNode(c *Context, rid, packet string, payload []byte, timeo
 		return err
 	}
 	c.act.drain.owe()
-	return c.act.drain.started(c.Node.CallNodeAsyncContext(c.Context, rid, packet, payload, timeout, c.act.ref, c.replyTag(tag)))
+	return c.act.drain.started(c.Node.CallNodeAsyncContext(c.Context, rid, packet, payload, timeout, c.act.ref.ReplyTo(), c.replyTag(tag)))
 }
 
 // CallSpot is Call for a request to the Spot (kind, id): no turn waits on
@@ -279,7 +277,7 @@ func (sc *spotCall) end(body []byte, res Result, err error) {
 // (drain.go), which it then ends after the last one. A reply no turn
 // takes changes nothing (after a move it must not save: the record is the
 // new owner's).
-func (a *spotActor) reply(c actor.Context, r *Reply) {
+func (a *spotActor) reply(c *actors.Context, r *Reply) {
 	defer a.act.checkQuiet() // a move may wait for this reply
 	rt, reg := a.rt, a.ks.reg
 	m := &a.act.drain

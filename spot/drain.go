@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
+	"github.com/zlink-go/zlink/actors"
 )
 
 // Draining a node's Spots (Node.Drain, runtime.Drain):
@@ -139,7 +139,7 @@ func (a *kindActor) redirect(d *delivery) {
 // fit a full mailbox, ends the waits for owed replies that are over (none
 // owed, the grace passed, the lease lost) and answers deactivateAll once
 // nothing is left. An undrained node takes Spots again.
-func (a *kindActor) drainTick(c actor.Context, now time.Time) {
+func (a *kindActor) drainTick(c *actors.Context, now time.Time) {
 	if !a.closingAll {
 		return
 	}

@@ -6,8 +6,6 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/internal/zerr"
 	"github.com/zlink-go/zlink/supervisor"
@@ -81,13 +79,13 @@ type kindActor struct {
 
 var _ actors.FailureHandler = (*kindActor)(nil)
 
-func (a *kindActor) Receive(c actor.Context) {
+func (a *kindActor) Receive(c *actors.Context) {
 	switch msg := c.Message().(type) {
-	case *actor.Started:
-		a.ks.ref.Store(a.rt.n.Actors().Self(c))
-	case *actor.Stopping:
+	case *actors.Started:
+		a.ks.ref.Store(c.Self())
+	case *actors.Stopping:
 		a.failAll(zerr.ErrShuttingDown)
-	case *actor.Restarting:
+	case *actors.Restarting:
 		a.failAll(fmt.Errorf("%w: spot kind %s restarting", zerr.ErrBusy, a.ks.reg.name))
 	case *activate:
 		a.onActivate(c, msg.d)
@@ -159,7 +157,7 @@ func (a *kindActor) failAll(err error) {
 	a.waiters = nil
 }
 
-func (a *kindActor) onActivate(c actor.Context, d *delivery) {
+func (a *kindActor) onActivate(c *actors.Context, d *delivery) {
 	id := d.h.id
 	if d.h.flags&flagsControl != 0 {
 		a.onMoveControl(c, d)
@@ -221,15 +219,15 @@ func (a *kindActor) deliver(act *activation, d *delivery) {
 	}
 }
 
-func (a *kindActor) startClaim(c actor.Context, id string) {
-	self := a.rt.n.Actors().Self(c)
+func (a *kindActor) startClaim(c *actors.Context, id string) {
+	self := c.Self()
 	kind := a.ks.reg.name
 	if !a.rt.goStore(func() { _ = self.TellControl(&claimed{id: id, res: a.rt.claim(kind, id)}) }) {
 		a.onClaimed(c, &claimed{id: id, res: claimResult{err: zerr.ErrShuttingDown}})
 	}
 }
 
-func (a *kindActor) onClaimed(c actor.Context, msg *claimed) {
+func (a *kindActor) onClaimed(c *actors.Context, msg *claimed) {
 	e := a.table[msg.id]
 	if e != nil && e.state == adopting {
 		a.onAdopted(c, e, msg)
@@ -282,7 +280,7 @@ func (a *kindActor) onClaimed(c actor.Context, msg *claimed) {
 	a.checkWaiters()
 }
 
-func (a *kindActor) spawn(c actor.Context, id string, res claimResult) *activation {
+func (a *kindActor) spawn(c *actors.Context, id string, res claimResult) *activation {
 	rt := a.rt
 	act := &activation{id: id, seq: rt.actSeq.Add(1), gen: res.gen, epoch: res.epoch}
 	if res.inc != "" {
@@ -290,10 +288,10 @@ func (a *kindActor) spawn(c actor.Context, id string, res claimResult) *activati
 	}
 	act.touch(time.Now())
 	reg := a.ks.reg
-	ref, err := rt.n.Actors().SpawnChild(c, actors.Spec{
+	ref, err := c.Spawn(actors.Spec{
 		Name: url.PathEscape(id), Kind: "spot", MaxMessages: reg.maxMessages, MaxBytes: reg.maxBytes,
 		Supervisor: supervisor.DefaultConfig(), Compact: true,
-		Producer: func() actor.Actor { return &spotActor{rt: rt, ks: a.ks, act: act} },
+		Producer: func() actors.Actor { return &spotActor{rt: rt, ks: a.ks, act: act} },
 	})
 	if err != nil {
 		rt.incs.detach(act.inc)
@@ -305,7 +303,7 @@ func (a *kindActor) spawn(c actor.Context, id string, res claimResult) *activati
 }
 
 // onDeactivated: the Spot's actor has run its last turn.
-func (a *kindActor) onDeactivated(c actor.Context, act *activation) {
+func (a *kindActor) onDeactivated(c *actors.Context, act *activation) {
 	if a.ks.dir.get(act.id) != act {
 		return
 	}
@@ -316,7 +314,7 @@ func (a *kindActor) onDeactivated(c actor.Context, act *activation) {
 // was fenced: then it is not ours any more); calls that arrived meanwhile
 // wait and reactivate the Spot afterwards — on a draining or stopping node
 // they go to the owner placement picks instead.
-func (a *kindActor) ended(c actor.Context, act *activation) {
+func (a *kindActor) ended(c *actors.Context, act *activation) {
 	a.ks.dir.remove(act)
 	a.rt.clock.cancelAll(act) // however it ended, its timers end with it
 	a.rt.incs.detach(act.inc)
@@ -336,8 +334,8 @@ func (a *kindActor) ended(c actor.Context, act *activation) {
 }
 
 // release gives act's record back on a store goroutine; released follows.
-func (a *kindActor) release(c actor.Context, act *activation) {
-	self := a.rt.n.Actors().Self(c)
+func (a *kindActor) release(c *actors.Context, act *activation) {
+	self := c.Self()
 	kind := a.ks.reg.name
 	if !a.rt.goStore(func() {
 		a.rt.release(kind, act)
@@ -347,7 +345,7 @@ func (a *kindActor) release(c actor.Context, act *activation) {
 	}
 }
 
-func (a *kindActor) onReleased(c actor.Context, id string) {
+func (a *kindActor) onReleased(c *actors.Context, id string) {
 	e := a.table[id]
 	if e == nil || e.state != deactivating {
 		return
@@ -367,7 +365,7 @@ func (a *kindActor) onReleased(c actor.Context, id string) {
 // sweep deactivates the Spots idle for longer than the kind's idle
 // timeout (one pass per kind over its directory) and resends last-turn
 // requests that did not fit a full mailbox.
-func (a *kindActor) sweep(c actor.Context, now time.Time) {
+func (a *kindActor) sweep(c *actors.Context, now time.Time) {
 	idle := a.ks.reg.idle
 	every := min(idle/4, time.Second)
 	if p := a.ks.reg.persist; p != nil && p.Interval > 0 {
@@ -412,7 +410,7 @@ func (a *kindActor) sweep(c actor.Context, now time.Time) {
 // close starts the deactivation of act: new calls wait in this actor
 // from now on; the Spot runs what it has queued, then its last turn. A full
 // mailbox is retried on the next sweep.
-func (a *kindActor) close(c actor.Context, act *activation, fenced bool) {
+func (a *kindActor) close(c *actors.Context, act *activation, fenced bool) {
 	a.ks.dir.setClosing(act)
 	if fenced {
 		act.fenced.Store(true)
@@ -434,7 +432,7 @@ func (a *kindActor) close(c actor.Context, act *activation, fenced bool) {
 
 // fence ends every activation of lease generation gen without releasing
 // its record (R1: the lease is gone, the records are not ours).
-func (a *kindActor) fence(c actor.Context, gen uint64) {
+func (a *kindActor) fence(c *actors.Context, gen uint64) {
 	for _, act := range a.ks.dir.all() {
 		if act.gen == gen {
 			a.rt.fenced(a.ks.reg.name, act.id, "the ownership lease was lost")
@@ -445,7 +443,7 @@ func (a *kindActor) fence(c actor.Context, gen uint64) {
 
 // fenceInc ends every activation claimed in a store shard incarnation
 // that is gone or unconfirmed (rule C), without releasing its record.
-func (a *kindActor) fenceInc(c actor.Context, s *incState) {
+func (a *kindActor) fenceInc(c *actors.Context, s *incState) {
 	for _, act := range a.ks.dir.all() {
 		if act.inc == s {
 			a.rt.fenced(a.ks.reg.name, act.id, "the store shard that took its claim failed over or restarted")
@@ -454,7 +452,7 @@ func (a *kindActor) fenceInc(c actor.Context, s *incState) {
 	}
 }
 
-func (a *kindActor) deactivateAll(c actor.Context, msg *deactivateAll) {
+func (a *kindActor) deactivateAll(c *actors.Context, msg *deactivateAll) {
 	a.closingAll = true
 	var grace int64 // a stop cuts a drain's grace short
 	if !msg.stopping && !msg.grace.IsZero() {

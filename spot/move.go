@@ -7,8 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
+	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/internal/zerr"
 	"github.com/zlink-go/zlink/location"
 	"github.com/zlink-go/zlink/routemesh"
@@ -127,7 +126,7 @@ func (rt *runtime) move(ctx context.Context, ks *kindState, id, to string) error
 }
 
 // onMoveOut starts a move of an active Spot.
-func (a *kindActor) onMoveOut(c actor.Context, m *moveOut) {
+func (a *kindActor) onMoveOut(c *actors.Context, m *moveOut) {
 	act := a.ks.dir.get(m.id)
 	if act == nil || act.closing.Load() || a.table[m.id] != nil {
 		m.done <- fmt.Errorf("%w: %s/%s is not active on %s", ErrNoTarget, a.ks.reg.name, m.id, a.rt.n.RID())
@@ -135,7 +134,7 @@ func (a *kindActor) onMoveOut(c actor.Context, m *moveOut) {
 	}
 	a.ks.dir.setClosing(act) // new calls wait in the entry
 	a.table[m.id] = &entry{state: moving, act: act, to: m.to, since: time.Now()}
-	self := a.rt.n.Actors().Self(c)
+	self := c.Self()
 	if !a.rt.goStore(func() { a.rt.mover(self, a.ks, act, m) }) {
 		a.onMoveDone(c, &moveDone{id: m.id, act: act, err: zerr.ErrShuttingDown, done: m.done})
 	}
@@ -256,10 +255,10 @@ type forwardDone struct{ id string }
 
 // forwardFrom forwards d for the kind actor, counting it in flight until
 // it ends.
-func (a *kindActor) forwardFrom(c actor.Context, to string, d *delivery) {
+func (a *kindActor) forwardFrom(c *actors.Context, to string, d *delivery) {
 	id := d.h.id
 	a.inflight[id]++
-	self := a.rt.n.Actors().Self(c)
+	self := c.Self()
 	a.rt.forward(to, d, func() { _ = self.TellControl(&forwardDone{id: id}) })
 }
 
@@ -275,7 +274,7 @@ func (a *kindActor) onForwardDone(id string) {
 }
 
 // onMoveDone: the mover's outcome on the owner.
-func (a *kindActor) onMoveDone(c actor.Context, m *moveDone) {
+func (a *kindActor) onMoveDone(c *actors.Context, m *moveDone) {
 	e := a.table[m.id]
 	if m.err != nil {
 		// Not transferred: the Spot goes on here with the calls that waited.
@@ -321,7 +320,7 @@ func (a *kindActor) onMoveDone(c actor.Context, m *moveDone) {
 
 // moveDelivery handles a call for a Spot with a move entry; it reports
 // false when the call takes the usual way.
-func (a *kindActor) moveDelivery(c actor.Context, e *entry, d *delivery) bool {
+func (a *kindActor) moveDelivery(c *actors.Context, e *entry, d *delivery) bool {
 	handoff := d.h.flags&flagHandoff != 0
 	switch e.state {
 	case moved:
@@ -357,7 +356,7 @@ func (a *kindActor) moveDelivery(c actor.Context, e *entry, d *delivery) bool {
 
 // lastForMove is the Spot's side of a move: after everything it had
 // queued, save the state and transfer the record to the target.
-func (a *spotActor) lastForMove(c actor.Context, m *handoff) {
+func (a *spotActor) lastForMove(c *actors.Context, m *handoff) {
 	rt, reg := a.rt, a.ks.reg
 	if a.gone {
 		m.done <- fmt.Errorf("%w: the Spot is gone", ErrNoTarget)
@@ -392,6 +391,6 @@ func (a *spotActor) lastForMove(c actor.Context, m *handoff) {
 	m.timers = a.encodeTimers()
 	rt.clock.cancelAll(a.act)
 	rt.endOpen(a.act, "the Spot moved")
-	c.Poison(c.Self())
+	c.Poison()
 	m.done <- nil
 }

@@ -5,8 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
+	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/internal/zerr"
 )
 
@@ -14,7 +13,7 @@ import (
 // deliveries held meanwhile, and moves that never finished.
 
 // onMoveControl handles prepare, adopt, end and abort on the target.
-func (a *kindActor) onMoveControl(c actor.Context, d *delivery) {
+func (a *kindActor) onMoveControl(c *actors.Context, d *delivery) {
 	id, rt := d.h.id, a.rt
 	e := a.table[id]
 	switch {
@@ -58,7 +57,7 @@ func (a *kindActor) onMoveControl(c actor.Context, d *delivery) {
 }
 
 // onAdopted: the target's claim of a moved Spot came back.
-func (a *kindActor) onAdopted(c actor.Context, e *entry, msg *claimed) {
+func (a *kindActor) onAdopted(c *actors.Context, e *entry, msg *claimed) {
 	res := msg.res
 	if res.ok && !a.rt.lease.valid(res.gen, time.Now()) {
 		res = claimResult{retry: "the ownership lease changed during the claim"}
@@ -102,7 +101,7 @@ func (a *kindActor) settle(e *entry, id string) {
 
 // unhold drops a target's move entry that will not become an activation:
 // its calls take the usual way.
-func (a *kindActor) unhold(c actor.Context, e *entry, id string) {
+func (a *kindActor) unhold(c *actors.Context, e *entry, id string) {
 	delete(a.table, id)
 	for _, d := range append(e.handoff, e.pending...) {
 		d.h.flags &^= flagHandoff
@@ -113,7 +112,7 @@ func (a *kindActor) unhold(c actor.Context, e *entry, id string) {
 // expireMoves ends move entries that waited too long: a target whose
 // previous owner never sent its end marker (it died) settles; one never
 // told to adopt gives up; an owner forgets where a Spot went.
-func (a *kindActor) expireMoves(c actor.Context, now time.Time) {
+func (a *kindActor) expireMoves(c *actors.Context, now time.Time) {
 	limit := a.rt.moveWait()
 	for id, e := range a.table {
 		sourceGone := (e.state == receiving || e.state == adopted) && e.from != "" && !a.rt.reachable(e.from)

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
+	"github.com/zlink-go/zlink/actors"
 )
 
 // rebalanceActor (opt-in, Config.Rebalance): after the membership of
@@ -24,10 +24,10 @@ type rebalanceActor struct {
 
 type rebalanced struct{}
 
-func (a *rebalanceActor) Receive(c actor.Context) {
+func (a *rebalanceActor) Receive(c *actors.Context) {
 	rt := a.rt
 	switch msg := c.Message().(type) {
-	case *actor.Started:
+	case *actors.Started:
 		a.last = time.Now()
 	case *rebalanced:
 		a.running--
@@ -49,7 +49,7 @@ func (a *rebalanceActor) Receive(c actor.Context) {
 
 // pass moves up to the budget of Spots whose placement owner is another
 // ready node, idle ones first.
-func (a *rebalanceActor) pass(c actor.Context) {
+func (a *rebalanceActor) pass(c *actors.Context) {
 	rt := a.rt
 	type cand struct {
 		ks   *kindState
@@ -75,7 +75,7 @@ func (a *rebalanceActor) pass(c actor.Context) {
 	slices.SortFunc(cands, func(x, y cand) int { return int(x.used - y.used) })
 	n := min(len(cands), int(a.budget), drainMoves-a.running)
 	a.leftover = len(cands) > n
-	self2 := rt.n.Actors().Self(c)
+	self2 := c.Self()
 	for _, cd := range cands[:max(n, 0)] {
 		a.budget--
 		a.running++

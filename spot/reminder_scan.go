@@ -6,8 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/location"
 )
@@ -67,13 +65,13 @@ func (rt *runtime) remindedKinds() bool {
 
 func (rt *runtime) reminderSpec() actors.Spec {
 	return actors.Spec{Name: "reminders", Kind: "reminders", MaxMessages: ownMailbox,
-		Producer: func() actor.Actor { return &reminderActor{rt: rt} }}
+		Producer: func() actors.Actor { return &reminderActor{rt: rt} }}
 }
 
-func (a *reminderActor) Receive(c actor.Context) {
+func (a *reminderActor) Receive(c *actors.Context) {
 	rt := a.rt
 	switch msg := c.Message().(type) {
-	case *actor.Started:
+	case *actors.Started:
 		a.parts = a.parts[:0]
 		for _, ks := range rt.order {
 			if ks.reg.onReminder == nil {
@@ -83,11 +81,11 @@ func (a *reminderActor) Receive(c actor.Context) {
 				a.parts = append(a.parts, &remPart{kind: ks.reg.name, part: p})
 			}
 		}
-		rt.remRef.Store(rt.n.Actors().Self(c))
+		rt.remRef.Store(c.Self())
 		a.stop = make(chan struct{})
 		every := max(min(rt.cfg.ReminderScan/4, 250*time.Millisecond), 5*time.Millisecond)
-		go clock(a.stop, every, []*actors.Ref{rt.n.Actors().Self(c)})
-	case *actor.Stopping, *actor.Restarting:
+		go clock(a.stop, every, []*actors.Ref{c.Self()})
+	case *actors.Stopping, *actors.Restarting:
 		if a.stop != nil {
 			close(a.stop)
 			a.stop = nil

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/internal/ident"
 	"github.com/zlink-go/zlink/location"
@@ -46,7 +44,7 @@ const ownMailbox = 1024
 
 func (rt *runtime) rootSpec() actors.Spec {
 	return actors.Spec{Name: "spots", Kind: "supervisor", MaxMessages: ownMailbox, Supervisor: supervisor.DefaultConfig(),
-		Producer: func() actor.Actor { return &rootActor{rt: rt} }}
+		Producer: func() actors.Actor { return &rootActor{rt: rt} }}
 }
 
 // rootActor spawns the lease, members and kind actors and drives them
@@ -56,15 +54,14 @@ type rootActor struct {
 	stop chan struct{}
 }
 
-func (a *rootActor) Receive(c actor.Context) {
+func (a *rootActor) Receive(c *actors.Context) {
 	rt := a.rt
 	switch c.Message().(type) {
-	case *actor.Started:
-		sys := rt.n.Actors()
-		self := sys.Self(c)
+	case *actors.Started:
+		self := c.Self()
 		rt.root.Store(self)
 		spawn := func(spec actors.Spec) *actors.Ref {
-			ref, err := sys.SpawnChild(c, spec)
+			ref, err := c.Spawn(spec)
 			if err != nil {
 				panic(err)
 			}
@@ -72,28 +69,28 @@ func (a *rootActor) Receive(c actor.Context) {
 		}
 		var targets []*actors.Ref
 		if rt.role == routemesh.ObjectServer {
-			targets = append(targets, spawn(actors.Spec{Name: "lease", Kind: "lease", MaxMessages: ownMailbox, Producer: func() actor.Actor { return &leaseActor{rt: rt} }}))
+			targets = append(targets, spawn(actors.Spec{Name: "lease", Kind: "lease", MaxMessages: ownMailbox, Producer: func() actors.Actor { return &leaseActor{rt: rt} }}))
 		}
 		if rt.role == routemesh.ObjectServer && rt.cfg.Rebalance > 0 {
 			targets = append(targets, spawn(actors.Spec{Name: "rebalance", Kind: "rebalance", MaxMessages: ownMailbox,
-				Producer: func() actor.Actor { return &rebalanceActor{rt: rt} }}))
+				Producer: func() actors.Actor { return &rebalanceActor{rt: rt} }}))
 		}
 		if rt.role == routemesh.ObjectServer && rt.remindedKinds() {
 			spawn(rt.reminderSpec()) // ticks itself
 		}
 		if rt.role != routemesh.ObjectNone {
-			targets = append(targets, spawn(actors.Spec{Name: "members", Kind: "members", MaxMessages: ownMailbox, Producer: func() actor.Actor { return &membersActor{rt: rt} }}))
+			targets = append(targets, spawn(actors.Spec{Name: "members", Kind: "members", MaxMessages: ownMailbox, Producer: func() actors.Actor { return &membersActor{rt: rt} }}))
 		}
 		for _, ks := range rt.order {
 			targets = append(targets, spawn(actors.Spec{Name: ks.reg.name, Kind: "spot-kind", MaxMessages: kindMailbox, MaxBytes: kindMailboxBytes, Supervisor: supervisor.DefaultConfig(),
-				Producer: func() actor.Actor {
+				Producer: func() actors.Actor {
 					return &kindActor{rt: rt, ks: ks, table: map[string]*entry{}, inflight: map[string]int{}}
 				}, Fold: true}))
 		}
 		a.stop = make(chan struct{})
 		every := min(rt.cfg.RenewEvery/2, 250*time.Millisecond)
 		go clock(a.stop, every, targets)
-	case *actor.Stopping, *actor.Restarting:
+	case *actors.Stopping, *actors.Restarting:
 		if a.stop != nil {
 			close(a.stop)
 			a.stop = nil
@@ -132,10 +129,10 @@ type leaseDone struct {
 	err      error
 }
 
-func (a *leaseActor) Receive(c actor.Context) {
+func (a *leaseActor) Receive(c *actors.Context) {
 	rt := a.rt
 	switch msg := c.Message().(type) {
-	case *actor.Started:
+	case *actors.Started:
 		a.inflight, a.renewed = false, time.Time{}
 		if gen, _ := rt.lease.holder(time.Now()); gen == 0 {
 			a.begin(c, rt.n.Generation())
@@ -200,14 +197,14 @@ type probeDone struct {
 // probe confirms every store shard incarnation holding claims of active
 // Spots (rule C), once per renewal period each, and fences the Spots of
 // one whose confirmation lapsed.
-func (a *leaseActor) probe(c actor.Context, now time.Time) {
+func (a *leaseActor) probe(c *actors.Context, now time.Time) {
 	rt := a.rt
 	probes, lapsed := rt.incs.due(now, rt.cfg.RenewEvery)
 	for _, s := range lapsed {
 		rt.log.Warn().Str("incarnation", s.inc).Msg("spots: a store shard's incarnation went unconfirmed past the deadline; fencing the Spots claimed there")
 		a.fenceInc(s)
 	}
-	self := rt.n.Actors().Self(c)
+	self := c.Self()
 	for _, s := range probes {
 		tok := rt.incs.sent(s, now)
 		if !rt.goStore(func() {
@@ -231,14 +228,14 @@ func (a *leaseActor) fenceInc(s *incState) {
 
 var errStopping = errors.New("spots stopping")
 
-func (a *leaseActor) begin(c actor.Context, gen uint64) {
+func (a *leaseActor) begin(c *actors.Context, gen uint64) {
 	a.rt.lease.begin(gen)
 	a.rt.stats.leaseGens.Add(1)
 	a.write(c, gen, true)
 }
 
 // newGeneration fences every activation of gen and starts a new lease.
-func (a *leaseActor) newGeneration(c actor.Context, old uint64) {
+func (a *leaseActor) newGeneration(c *actors.Context, old uint64) {
 	a.rt.lease.refuse(old)
 	for _, ks := range a.rt.order {
 		if ref := ks.ref.Load(); ref != nil {
@@ -249,13 +246,13 @@ func (a *leaseActor) newGeneration(c actor.Context, old uint64) {
 }
 
 // write sends a create or renewal; the answer comes back as leaseDone.
-func (a *leaseActor) write(c actor.Context, gen uint64, create bool) {
+func (a *leaseActor) write(c *actors.Context, gen uint64, create bool) {
 	rt := a.rt
 	tok, ok := rt.lease.sent(gen, time.Now())
 	if !ok {
 		return
 	}
-	self := rt.n.Actors().Self(c)
+	self := c.Self()
 	a.inflight = rt.goStore(func() {
 		ctx, cancel := rt.storeCtx()
 		defer cancel()
@@ -293,12 +290,12 @@ type membersListed struct {
 	view *routemesh.MeshView
 }
 
-func (a *membersActor) Receive(c actor.Context) {
+func (a *membersActor) Receive(c *actors.Context) {
 	rt := a.rt
 	switch c.Message().(type) {
-	case *actor.Started:
+	case *actors.Started:
 		a.inflight, a.again, a.rounds, a.rev = false, false, 0, location.MeshRevision{}
-		rt.membRef.Store(rt.n.Actors().Self(c))
+		rt.membRef.Store(c.Self())
 		a.refresh(c)
 	case *tick:
 		if v := rt.n.MeshView(); !a.inflight && v.Rounds > a.rounds && (a.rounds == 0 || v.Revision != a.rev) {
@@ -346,9 +343,9 @@ func (a *membersActor) take(v *routemesh.MeshView) {
 // refresh asks discovery for a fresh read and waits for it off the turn
 // (at most a store call's deadline); the view comes back as membersListed
 // (the current one if the wait ended first).
-func (a *membersActor) refresh(c actor.Context) {
+func (a *membersActor) refresh(c *actors.Context) {
 	rt := a.rt
-	self := rt.n.Actors().Self(c)
+	self := c.Self()
 	ticket := rt.n.RefreshMeshView()
 	a.inflight = rt.goStore(func() {
 		ctx, cancel := rt.storeCtx()

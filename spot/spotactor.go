@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/internal/zerr"
 	"github.com/zlink-go/zlink/wire"
@@ -36,9 +34,9 @@ type spotActor struct {
 
 var _ actors.FailureHandler = (*spotActor)(nil)
 
-func (a *spotActor) Receive(c actor.Context) {
+func (a *spotActor) Receive(c *actors.Context) {
 	switch msg := c.Message().(type) {
-	case *actor.Started:
+	case *actors.Started:
 		a.start(c)
 	case *delivery:
 		a.turn(c, msg)
@@ -61,7 +59,7 @@ func (a *spotActor) Receive(c actor.Context) {
 	}
 }
 
-func (a *spotActor) start(c actor.Context) {
+func (a *spotActor) start(c *actors.Context) {
 	reg := a.ks.reg
 	a.act.turn.Store(0)
 	a.dirty, a.since = false, 0
@@ -130,7 +128,7 @@ func (a *spotActor) enter() uint64 {
 // leave ends the actor's turn t and runs, as turns of their own, the
 // reentrant deliveries still queued when it ended (their chains no longer
 // wait on this Spot).
-func (a *spotActor) leave(c actor.Context, t uint64) {
+func (a *spotActor) leave(c *actors.Context, t uint64) {
 	if t == 0 {
 		return
 	}
@@ -145,7 +143,7 @@ func (a *spotActor) leave(c actor.Context, t uint64) {
 
 // turn runs one delivery in the Spot's turn (or sends it back to the kind
 // actor after the Spot's last turn).
-func (a *spotActor) turn(c actor.Context, d *delivery) {
+func (a *spotActor) turn(c *actors.Context, d *delivery) {
 	rt := a.rt
 	if a.gone {
 		if a.fail != nil {
@@ -284,7 +282,7 @@ func runTurn(rt *runtime, ks *kindState, act *activation, state any, d *delivery
 // node, sends them to the new owner). A drain's last turn first waits for
 // the replies the Spot is owed (drain.go): it runs again when the last
 // one came or the grace ended.
-func (a *spotActor) last(c actor.Context, hook bool) {
+func (a *spotActor) last(c *actors.Context, hook bool) {
 	if a.gone && !a.act.drain.winding.Load() {
 		return
 	}
@@ -313,7 +311,7 @@ func (a *spotActor) last(c actor.Context, hook bool) {
 	if ref := a.ks.ref.Load(); ref != nil {
 		_ = ref.TellControl(&deactivated{act: a.act})
 	}
-	c.Poison(c.Self())
+	c.Poison()
 }
 
 // MessageFailed ends the call whose handler panicked. A reentrant kind's

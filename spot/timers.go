@@ -7,8 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
+	"github.com/zlink-go/zlink/actors"
 	"github.com/zlink-go/zlink/spot/internal/timers"
 	"github.com/zlink-go/zlink/wire"
 )
@@ -329,7 +328,7 @@ func (k *timerClock) post(d due, now time.Time) {
 // fire runs one firing of a timer as a turn of the Spot: the kind's
 // handler for the timer's packet, with its payload. A stale firing (the
 // timer was cancelled or set again meanwhile) runs nothing.
-func (a *spotActor) fire(c actor.Context, f *timerFire) {
+func (a *spotActor) fire(c *actors.Context, f *timerFire) {
 	td := a.act.timers[f.name]
 	if a.gone || td == nil || td.gen != f.gen {
 		return

@@ -11,23 +11,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/zlink-go/zlink/mailbox"
 )
 
 // RootPath is the path of the tree's root node, the actor system itself.
 const RootPath = "/"
-
-// PathOf returns the registry path of a local protoactor PID: "/" + its id.
-// protoactor names a child "<parent id>/<name>", so this is the parent's
-// path + "/" + the child's name.
-func PathOf(pid *actor.PID) string {
-	if pid == nil {
-		return RootPath
-	}
-	return RootPath + pid.Id
-}
 
 // Failure is the last failure recorded for an actor.
 type Failure struct {

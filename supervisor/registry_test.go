@@ -194,3 +194,13 @@ func TestState_Text(t *testing.T) {
 		t.Fatal("kind strings")
 	}
 }
+
+func TestPanicReasonRecorded(t *testing.T) {
+	reg := NewRegistry()
+	_ = reg.Add("/x", "", "k", nil)
+	reg.Failed("/x", &mailbox.Panic{Value: "bad", Stack: []byte("stack!")}, "")
+	n, _ := reg.Find("/x")
+	if n.LastFailure.Reason != "bad" || n.LastFailure.Stack != "stack!" {
+		t.Fatalf("failure = %+v", n.LastFailure)
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 
 	zlink "github.com/zlink-go/zlink"
@@ -22,8 +21,8 @@ func replySink(t *testing.T, budget int64) (*actors.Ref, chan *routemesh.Reply, 
 	sys := actors.NewSystem(actors.Config{Name: "async-test", Logger: zerolog.Nop()})
 	got := make(chan *routemesh.Reply, 1024)
 	gate := make(chan struct{})
-	ref, err := sys.Spawn(actors.Spec{Name: "caller", MaxMessages: budget, Producer: func() actor.Actor {
-		return actor.ReceiveFunc(func(c actor.Context) {
+	ref, err := sys.Spawn(actors.Spec{Name: "caller", MaxMessages: budget, Producer: func() actors.Actor {
+		return actors.ReceiveFunc(func(c *actors.Context) {
 			switch m := c.Message().(type) {
 			case *routemesh.Reply:
 				got <- m
@@ -82,9 +81,9 @@ func TestAsync_RepliesArriveInTheCallersMailbox(t *testing.T) {
 	for i := 0; i < n; i++ {
 		var err error
 		if i%2 == 0 {
-			err = cli.CallAsync("echo", "echo", []byte(fmt.Sprint(i)), 5*time.Second, ref, i)
+			err = cli.CallAsync("echo", "echo", []byte(fmt.Sprint(i)), 5*time.Second, ref.ReplyTo(), i)
 		} else {
-			err = cli.CallNodeAsync("srv", "echo", []byte(fmt.Sprint(i)), 5*time.Second, ref, i)
+			err = cli.CallNodeAsync("srv", "echo", []byte(fmt.Sprint(i)), 5*time.Second, ref.ReplyTo(), i)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -121,17 +120,17 @@ func TestAsync_EveryTerminalResultArrives(t *testing.T) {
 			t.Fatalf("%s: Reply %+v, want an error matching %v", tag, r, want)
 		}
 	}
-	_ = cli.CallNodeAsync("nobody", "echo", nil, time.Second, ref, "no target")
+	_ = cli.CallNodeAsync("nobody", "echo", nil, time.Second, ref.ReplyTo(), "no target")
 	expect("no target", zlink.ErrNoTarget)
-	_ = cli.CallNodeAsync("srv", "fail", nil, time.Second, ref, "handler")
+	_ = cli.CallNodeAsync("srv", "fail", nil, time.Second, ref.ReplyTo(), "handler")
 	expect("handler", zlink.ErrHandler)
 	start := time.Now()
-	_ = cli.CallNodeAsync("srv", "slow", nil, 100*time.Millisecond, ref, "timeout")
+	_ = cli.CallNodeAsync("srv", "slow", nil, 100*time.Millisecond, ref.ReplyTo(), "timeout")
 	expect("timeout", zlink.ErrTimeout)
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("the timeout took %v", d)
 	}
-	_ = cli.CallNodeAsync("srv", "slow", nil, 10*time.Second, ref, "peer lost")
+	_ = cli.CallNodeAsync("srv", "slow", nil, 10*time.Second, ref.ReplyTo(), "peer lost")
 	waitFor(t, "the slow call running", 5*time.Second, func() bool { return status(t, srv).Inflight > 0 })
 	// The server stops while the handler still runs: the caller learns it
 	// (the server answers ErrShuttingDown for what it cannot finish, or the
@@ -148,12 +147,12 @@ func TestAsync_EveryTerminalResultArrives(t *testing.T) {
 		p, ok := status(t, cli).Peer("srv")
 		return !ok || p.State != routemesh.PeerReady
 	})
-	_ = cli.CallNodeAsync("srv", "echo", nil, time.Second, ref, "after")
+	_ = cli.CallNodeAsync("srv", "echo", nil, time.Second, ref.ReplyTo(), "after")
 	expect("after", zlink.ErrNoTarget)
 	if err := cli.Stop(ctxT(t, 5*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	_ = cli.CallAsync("echo", "echo", nil, time.Second, ref, "stopped")
+	_ = cli.CallAsync("echo", "echo", nil, time.Second, ref.ReplyTo(), "stopped")
 	expect("stopped", zlink.ErrShuttingDown)
 }
 
@@ -167,12 +166,12 @@ func TestAsync_ReplySlotReservedUpFront(t *testing.T) {
 	if err := ref.Tell("hold"); err != nil { // the actor is busy from here on
 		t.Fatal(err)
 	}
-	if err := cli.CallNodeAsync("srv", "slow", nil, 5*time.Second, ref, "reserved"); err != nil {
+	if err := cli.CallNodeAsync("srv", "slow", nil, 5*time.Second, ref.ReplyTo(), "reserved"); err != nil {
 		t.Fatal(err)
 	}
 	for ref.Tell("fill") == nil { // fill what is left of the budget
 	}
-	if err := cli.CallNodeAsync("srv", "echo", nil, time.Second, ref, "refused"); !errors.Is(err, zlink.ErrMailboxFull) {
+	if err := cli.CallNodeAsync("srv", "echo", nil, time.Second, ref.ReplyTo(), "refused"); !errors.Is(err, zlink.ErrMailboxFull) {
 		t.Fatalf("CallNodeAsync into a full mailbox = %v, want ErrMailboxFull", err)
 	}
 	release <- struct{}{} // the slow handler answers

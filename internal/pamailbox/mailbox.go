@@ -1,4 +1,4 @@
-package mailbox
+package pamailbox
 
 import (
 	"runtime"
@@ -8,6 +8,9 @@ import (
 	"unsafe"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/zlink-go/zlink/internal/mbacct"
+	"github.com/zlink-go/zlink/mailbox"
 )
 
 // sized carries a user message and the bytes it was admitted with. Senders
@@ -20,7 +23,7 @@ type sized struct {
 var sizedPool = sync.Pool{New: func() any { return new(sized) }}
 
 // Wrap returns a pooled wrapper that carries msg and the size it was admitted
-// with. Call it only after a successful (*Quota).Admit(size) on the target's
+// with. Call it only after a successful (*mailbox.Quota).Admit(size) on the target's
 // quota, and post the result (or a *actor.MessageEnvelope whose Message is
 // the result) to the target exactly once, through protoactor: the mailbox
 // unwraps it when it is posted (returning the wrapper to the pool on the
@@ -44,16 +47,17 @@ const batchSize = 64
 
 // Producer returns a protoactor MailboxProducer whose mailboxes account
 // against q. One quota belongs to one actor.
-func Producer(q *Quota) actor.MailboxProducer {
+func Producer(q *mailbox.Quota) actor.MailboxProducer {
 	return func() actor.Mailbox { return New(q) }
 }
 
-// Mailbox is a protoactor Mailbox with a user queue accounted in a Quota
-// and a separate system queue that bypasses budgets and is drained first.
+// Mailbox is a protoactor Mailbox with a user queue accounted in a
+// mailbox.Quota and a separate system queue that bypasses budgets and is
+// drained first.
 //
 // Lock order: mu is a leaf; nothing is called while holding it.
 type Mailbox struct {
-	q *Quota
+	q mbacct.Account // the quota's accounting
 
 	mu   sync.Mutex
 	user ring // guarded by mu
@@ -82,8 +86,8 @@ var _ actor.Mailbox = (*Mailbox)(nil)
 
 // New returns a mailbox accounting against q. Give it to exactly one actor,
 // through its Producer.
-func New(q *Quota) *Mailbox {
-	return &Mailbox{q: q}
+func New(q *mailbox.Quota) *Mailbox {
+	return &Mailbox{q: mbacct.Of(q)}
 }
 
 // Producer returns a MailboxProducer that hands out m itself; use it for
@@ -120,7 +124,7 @@ func (m *Mailbox) PostUserMessage(message any) {
 			return
 		}
 	}
-	m.q.free.Add(1)
+	m.q.AddFree(1)
 	m.push(entry{msg: message})
 }
 
@@ -187,11 +191,11 @@ func (m *Mailbox) process() {
 // the budget of those messages and the processed count.
 func (m *Mailbox) publish() {
 	if m.relN > 0 {
-		m.q.releaseN(m.relN, m.relB)
+		m.q.ReleaseN(m.relN, m.relB)
 		m.relN, m.relB = 0, 0
 	}
 	if m.done > 0 {
-		m.q.processed.Add(m.done)
+		m.q.AddProcessed(m.done)
 		m.done = 0
 	}
 }
@@ -265,7 +269,7 @@ func (m *Mailbox) invokeSystem(msg any) (ok bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			ok = false
-			m.invoker.EscalateFailure(&Panic{Value: r, Stack: debug.Stack()}, msg)
+			m.invoker.EscalateFailure(&mailbox.Panic{Value: r, Stack: debug.Stack()}, msg)
 		}
 	}()
 	m.invoker.InvokeSystemMessage(msg)
@@ -287,12 +291,12 @@ func (m *Mailbox) invokeUser(e entry) (ok bool) {
 				m.publish()
 			}
 		} else {
-			m.q.free.Add(-1)
+			m.q.AddFree(-1)
 		}
 		if r := recover(); r != nil {
 			ok = false
 			m.publish()
-			m.invoker.EscalateFailure(&Panic{Value: r, Stack: debug.Stack()}, e.msg)
+			m.invoker.EscalateFailure(&mailbox.Panic{Value: r, Stack: debug.Stack()}, e.msg)
 		}
 	}()
 	m.invoker.InvokeUserMessage(e.msg)
@@ -338,7 +342,7 @@ func (m *Mailbox) DrainUser(fn func(msg any)) {
 
 func (m *Mailbox) drop(e entry, fn func(any)) {
 	if !e.budgeted {
-		m.q.free.Add(-1)
+		m.q.AddFree(-1)
 		return
 	}
 	m.relN++
@@ -445,4 +449,10 @@ func (r *ring) grow() {
 	}
 	putRing(r.buf)
 	r.buf, r.head = buf, 0
+}
+
+// kept reports whether msg took its budget over (mailbox.BudgetKeeper).
+func kept(msg any) bool {
+	k, ok := msg.(mailbox.BudgetKeeper)
+	return ok && k.KeptBudget()
 }

@@ -1,4 +1,4 @@
-package supervisor
+package pasupervisor
 
 import (
 	"errors"
@@ -10,30 +10,32 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/zlink-go/zlink/internal/pamailbox"
 	"github.com/zlink-go/zlink/mailbox"
+	"github.com/zlink-go/zlink/supervisor"
 )
 
 var errBoom = errors.New("boom")
 
 // tree is a small protoactor test harness: actors that register themselves
-// in a Registry, report lifecycle events and crash on command.
+// in a supervisor.Registry, report lifecycle events and crash on command.
 type tree struct {
 	t      *testing.T
 	sys    *actor.ActorSystem
-	reg    *Registry
+	reg    *supervisor.Registry
 	events chan string
 
 	mu      sync.Mutex
 	starts  map[string]int
-	configs map[string]Config   // how each named actor supervises its children
-	kids    map[string][]string // children each actor spawns on Started
+	configs map[string]supervisor.Config // how each named actor supervises its children
+	kids    map[string][]string          // children each actor spawns on Started
 	strats  map[string]*strategy
 }
 
 func newTree(t *testing.T) *tree {
 	tr := &tree{
-		t: t, sys: actor.NewActorSystem(), reg: NewRegistry(), events: make(chan string, 256),
-		starts: map[string]int{}, configs: map[string]Config{}, kids: map[string][]string{},
+		t: t, sys: actor.NewActorSystem(), reg: supervisor.NewRegistry(), events: make(chan string, 256),
+		starts: map[string]int{}, configs: map[string]supervisor.Config{}, kids: map[string][]string{},
 		strats: map[string]*strategy{},
 	}
 	return tr
@@ -52,7 +54,7 @@ func (n *node) Receive(c actor.Context) {
 		tr.starts[path]++
 		kids := tr.kids[path]
 		tr.mu.Unlock()
-		tr.reg.SetState(path, Running)
+		tr.reg.SetState(path, supervisor.Running)
 		for _, k := range kids {
 			_ = tr.reg.Add(path+"/"+k, path, "test", nil)
 			if _, err := c.SpawnNamed(tr.props(path+"/"+k, false), k); err != nil {
@@ -61,11 +63,11 @@ func (n *node) Receive(c actor.Context) {
 		}
 		tr.events <- "started " + path
 	case *actor.Restarting:
-		tr.reg.SetState(path, Restarting)
+		tr.reg.SetState(path, supervisor.Restarting)
 	case *actor.Stopping:
-		tr.reg.SetState(path, Stopping)
+		tr.reg.SetState(path, supervisor.Stopping)
 	case *actor.Stopped:
-		tr.reg.SetState(path, Stopped)
+		tr.reg.SetState(path, supervisor.Stopped)
 		tr.reg.Remove(path)
 		tr.events <- "stopped " + path
 	case *crash:
@@ -78,15 +80,15 @@ func (tr *tree) props(path string, top bool) *actor.Props {
 	cfg, ok := tr.configs[path]
 	tr.mu.Unlock()
 	if !ok {
-		cfg = DefaultConfig()
+		cfg = supervisor.DefaultConfig()
 	}
-	st := cfg.newStrategy(tr.reg, false)
+	st := newStrategy(cfg, tr.reg, false)
 	tr.mu.Lock()
 	tr.strats[path] = st
 	tr.mu.Unlock()
-	opts := []actor.PropsOption{actor.WithSupervisor(st), actor.WithMailbox(mailbox.Producer(mailbox.NewQuota(0, 0)))}
+	opts := []actor.PropsOption{actor.WithSupervisor(st), actor.WithMailbox(pamailbox.Producer(mailbox.NewQuota(0, 0)))}
 	if top {
-		opts = append(opts, actor.WithGuardian(DefaultConfig().RootStrategy(tr.reg)))
+		opts = append(opts, actor.WithGuardian(RootStrategy(supervisor.DefaultConfig(), tr.reg)))
 	}
 	return actor.PropsFromProducer(func() actor.Actor { return &node{tr: tr} }, opts...)
 }
@@ -96,7 +98,7 @@ func (tr *tree) props(path string, top bool) *actor.Props {
 func (tr *tree) spawn(name string, want ...string) *actor.PID {
 	tr.t.Helper()
 	path := "/" + name
-	if err := tr.reg.Add(path, RootPath, "test", nil); err != nil {
+	if err := tr.reg.Add(path, supervisor.RootPath, "test", nil); err != nil {
 		tr.t.Fatal(err)
 	}
 	pid, err := tr.sys.Root.SpawnNamed(tr.props(path, true), name)
@@ -137,7 +139,7 @@ func (tr *tree) startCount(path string) int {
 	return tr.starts[path]
 }
 
-func (tr *tree) node(path string) Node {
+func (tr *tree) node(path string) supervisor.Node {
 	tr.t.Helper()
 	n, ok := tr.reg.Find(path)
 	if !ok {
@@ -159,7 +161,7 @@ func TestStrategy_OneForOneRestartsWithinIntensity(t *testing.T) {
 		tr.sys.Root.Send(pid(tr.sys, "/p/a"), &crash{err: errBoom})
 		tr.expect("started /p/a")
 		a := tr.node("/p/a")
-		if a.Restarts != i || a.State != Running {
+		if a.Restarts != i || a.State != supervisor.Running {
 			t.Fatalf("after crash %d: a = %+v", i, a)
 		}
 		if a.LastFailure == nil || !strings.Contains(a.LastFailure.Reason, "boom") ||
@@ -177,7 +179,7 @@ func TestStrategy_OneForOneRestartsWithinIntensity(t *testing.T) {
 
 func TestStrategy_EscalatesPastIntensity(t *testing.T) {
 	tr := newTree(t)
-	tr.configs["/g/p"] = Config{MaxRestarts: 1, Within: time.Minute}
+	tr.configs["/g/p"] = supervisor.Config{MaxRestarts: 1, Within: time.Minute}
 	tr.kids["/g"] = []string{"p"}
 	tr.kids["/g/p"] = []string{"a"}
 	tr.spawn("g", "started /g", "started /g/p", "started /g/p/a")
@@ -193,11 +195,11 @@ func TestStrategy_EscalatesPastIntensity(t *testing.T) {
 	tr.sys.Root.Send(pid(tr.sys, "/g/p/a"), &crash{err: errBoom})
 	tr.expect("stopped /g/p/a", "started /g/p", "started /g/p/a")
 	p := tr.node("/g/p")
-	if p.Restarts != 1 || p.State != Running || p.LastFailure == nil ||
+	if p.Restarts != 1 || p.State != supervisor.Running || p.LastFailure == nil ||
 		!strings.Contains(p.LastFailure.Reason, "boom") {
 		t.Fatalf("p after escalation = %+v", p)
 	}
-	if a := tr.node("/g/p/a"); a.Restarts != 0 || a.State != Running {
+	if a := tr.node("/g/p/a"); a.Restarts != 0 || a.State != supervisor.Running {
 		t.Fatalf("fresh a = %+v", a)
 	}
 	if g := tr.node("/g"); g.Restarts != 0 {
@@ -207,12 +209,12 @@ func TestStrategy_EscalatesPastIntensity(t *testing.T) {
 
 func TestStrategy_RootStopsPastIntensity(t *testing.T) {
 	tr := newTree(t)
-	root := Config{MaxRestarts: 1, Within: time.Minute}.RootStrategy(tr.reg)
-	if err := tr.reg.Add("/solo", RootPath, "test", nil); err != nil {
+	root := RootStrategy(supervisor.Config{MaxRestarts: 1, Within: time.Minute}, tr.reg)
+	if err := tr.reg.Add("/solo", supervisor.RootPath, "test", nil); err != nil {
 		t.Fatal(err)
 	}
 	props := actor.PropsFromProducer(func() actor.Actor { return &node{tr: tr} }, actor.WithGuardian(root),
-		actor.WithMailbox(mailbox.Producer(mailbox.NewQuota(0, 0))))
+		actor.WithMailbox(pamailbox.Producer(mailbox.NewQuota(0, 0))))
 	solo, err := tr.sys.Root.SpawnNamed(props, "solo")
 	if err != nil {
 		t.Fatal(err)
@@ -229,7 +231,7 @@ func TestStrategy_RootStopsPastIntensity(t *testing.T) {
 
 func TestStrategy_AllForOneRestartsSiblings(t *testing.T) {
 	tr := newTree(t)
-	tr.configs["/p"] = Config{Kind: AllForOne}
+	tr.configs["/p"] = supervisor.Config{Kind: supervisor.AllForOne}
 	tr.kids["/p"] = []string{"a", "b", "c"}
 	tr.spawn("p", "started /p", "started /p/a", "started /p/b", "started /p/c")
 
@@ -249,7 +251,7 @@ func TestStrategy_UnrecoverableStops(t *testing.T) {
 	tr := newTree(t)
 	tr.kids["/p"] = []string{"a"}
 	tr.spawn("p", "started /p", "started /p/a")
-	tr.sys.Root.Send(pid(tr.sys, "/p/a"), &crash{err: fmt.Errorf("corrupt state: %w", ErrUnrecoverable)})
+	tr.sys.Root.Send(pid(tr.sys, "/p/a"), &crash{err: fmt.Errorf("corrupt state: %w", supervisor.ErrUnrecoverable)})
 	tr.expect("stopped /p/a")
 	if tr.startCount("/p/a") != 1 {
 		t.Fatalf("unrecoverable child restarted")
@@ -263,7 +265,7 @@ type timerCall struct {
 
 func TestStrategy_BackoffDelaysRestart(t *testing.T) {
 	tr := newTree(t)
-	tr.configs["/p"] = Config{MaxRestarts: 10, Within: time.Minute, Backoff: 10 * time.Millisecond, MaxBackoff: 25 * time.Millisecond}
+	tr.configs["/p"] = supervisor.Config{MaxRestarts: 10, Within: time.Minute, Backoff: 10 * time.Millisecond, MaxBackoff: 25 * time.Millisecond}
 	tr.kids["/p"] = []string{"a"}
 	tr.spawn("p", "started /p", "started /p/a")
 	timers := make(chan timerCall, 8)
@@ -284,19 +286,19 @@ func TestStrategy_BackoffDelaysRestart(t *testing.T) {
 			t.Fatalf("restart %d delay = %v, want %v", i+1, tc.d, want)
 		}
 		// Until the timer fires the child is not restarted.
-		if a := tr.node("/p/a"); a.State != Restarting || tr.startCount("/p/a") != i+1 {
+		if a := tr.node("/p/a"); a.State != supervisor.Restarting || tr.startCount("/p/a") != i+1 {
 			t.Fatalf("before timer: %+v starts=%d", a, tr.startCount("/p/a"))
 		}
 		tc.f()
 		tr.expect("started /p/a")
-		if a := tr.node("/p/a"); a.State != Running || a.Restarts != i+1 {
+		if a := tr.node("/p/a"); a.State != supervisor.Running || a.Restarts != i+1 {
 			t.Fatalf("after timer: %+v", a)
 		}
 	}
 }
 
 func TestStrategy_BackoffSequence(t *testing.T) {
-	s := Config{Backoff: time.Second}.newStrategy(NewRegistry(), false)
+	s := newStrategy(supervisor.Config{Backoff: time.Second}, supervisor.NewRegistry(), false)
 	for n, want := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second, 100: 0} {
 		got := s.backoff(n)
 		if want == 0 {
@@ -309,7 +311,7 @@ func TestStrategy_BackoffSequence(t *testing.T) {
 			t.Fatalf("backoff(%d) = %v, want %v", n, got, want)
 		}
 	}
-	if d := (Config{}).newStrategy(NewRegistry(), false).backoff(3); d != 0 {
+	if d := newStrategy(supervisor.Config{}, supervisor.NewRegistry(), false).backoff(3); d != 0 {
 		t.Fatalf("no backoff configured, got %v", d)
 	}
 }
@@ -320,15 +322,5 @@ func TestConfig_InvalidPanics(t *testing.T) {
 			t.Fatal("invalid kind accepted")
 		}
 	}()
-	Config{Kind: 9}.Strategy(NewRegistry())
-}
-
-func TestPanicReasonRecorded(t *testing.T) {
-	reg := NewRegistry()
-	_ = reg.Add("/x", "", "k", nil)
-	reg.Failed("/x", &mailbox.Panic{Value: "bad", Stack: []byte("stack!")}, "")
-	n, _ := reg.Find("/x")
-	if n.LastFailure.Reason != "bad" || n.LastFailure.Stack != "stack!" {
-		t.Fatalf("failure = %+v", n.LastFailure)
-	}
+	Strategy(supervisor.Config{Kind: 9}, supervisor.NewRegistry())
 }

@@ -1,4 +1,4 @@
-package mailbox
+package pamailbox
 
 import (
 	"errors"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/zlink-go/zlink/mailbox"
 )
 
 // recInvoker records what the mailbox hands over; it runs on the caller's
@@ -18,7 +20,7 @@ type recInvoker struct {
 	user      []any
 	failures  []any
 	onUser    func(any)
-	q         *Quota
+	q         *mailbox.Quota
 	depthSeen []int64
 }
 
@@ -32,7 +34,7 @@ func (r *recInvoker) InvokeUserMessage(m any) {
 }
 func (r *recInvoker) EscalateFailure(reason, _ any) { r.failures = append(r.failures, reason) }
 
-func newSync(q *Quota) (*Mailbox, *recInvoker) {
+func newSync(q *mailbox.Quota) (*Mailbox, *recInvoker) {
 	m := Producer(q)().(*Mailbox)
 	inv := &recInvoker{q: q}
 	m.RegisterHandlers(inv, actor.NewSynchronizedDispatcher(300))
@@ -42,7 +44,7 @@ func newSync(q *Quota) (*Mailbox, *recInvoker) {
 type sysPing struct{}
 
 func TestMailbox_SystemMessagesBypassFullBudget(t *testing.T) {
-	q := NewQuota(2, 0)
+	q := mailbox.NewQuota(2, 0)
 	m, inv := newSync(q)
 	m.PostSystemMessage(&actor.SuspendMailbox{})
 	for i := range 2 {
@@ -51,7 +53,7 @@ func TestMailbox_SystemMessagesBypassFullBudget(t *testing.T) {
 		}
 		m.PostUserMessage(Wrap(i, 1))
 	}
-	if err := q.Admit(1); !errors.Is(err, ErrMailboxFull) {
+	if err := q.Admit(1); !errors.Is(err, mailbox.ErrMailboxFull) {
 		t.Fatalf("third Admit = %v, want full", err)
 	}
 	m.PostSystemMessage(&sysPing{})
@@ -72,13 +74,13 @@ func TestMailbox_SystemMessagesBypassFullBudget(t *testing.T) {
 }
 
 func TestMailbox_UnwrapsEnvelopesAndReleasesBytes(t *testing.T) {
-	q := NewQuota(0, 100)
+	q := mailbox.NewQuota(0, 100)
 	m, inv := newSync(q)
 	sender := actor.NewPID("nonhost", "s")
 	if err := q.Admit(40); err != nil {
 		t.Fatal(err)
 	}
-	var during Stats
+	var during mailbox.Stats
 	inv.onUser = func(any) { during = q.Stats() }
 	m.PostUserMessage(&actor.MessageEnvelope{Message: Wrap("hello", 40), Sender: sender})
 	if len(inv.user) != 1 {
@@ -97,7 +99,7 @@ func TestMailbox_UnwrapsEnvelopesAndReleasesBytes(t *testing.T) {
 }
 
 func TestMailbox_UnbudgetedMessagesCountInDepthOnly(t *testing.T) {
-	q := NewQuota(1, 0)
+	q := mailbox.NewQuota(1, 0)
 	m, inv := newSync(q)
 	m.PostSystemMessage(&actor.SuspendMailbox{})
 	m.PostUserMessage(&actor.PoisonPill{})
@@ -118,7 +120,7 @@ func TestMailbox_UnbudgetedMessagesCountInDepthOnly(t *testing.T) {
 }
 
 func TestMailbox_PanicEscalatesWithStackAndReleases(t *testing.T) {
-	q := NewQuota(4, 100)
+	q := mailbox.NewQuota(4, 100)
 	m, inv := newSync(q)
 	inv.onUser = func(msg any) {
 		if msg == "boom" {
@@ -134,7 +136,7 @@ func TestMailbox_PanicEscalatesWithStackAndReleases(t *testing.T) {
 	if len(inv.failures) != 1 {
 		t.Fatalf("failures = %v", inv.failures)
 	}
-	p, ok := inv.failures[0].(*Panic)
+	p, ok := inv.failures[0].(*mailbox.Panic)
 	if !ok || p.Value != "kaboom" || len(p.Stack) == 0 {
 		t.Fatalf("failure = %#v", inv.failures[0])
 	}
@@ -145,21 +147,13 @@ func TestMailbox_PanicEscalatesWithStackAndReleases(t *testing.T) {
 	}
 }
 
-func TestPanic_UnwrapsErrorValue(t *testing.T) {
-	sentinel := errors.New("x")
-	var err error = &Panic{Value: fmt.Errorf("wrapped: %w", sentinel)}
-	if !errors.Is(err, sentinel) {
-		t.Fatal("Panic does not unwrap its error value")
-	}
-}
-
 // counter is an actor that records every unique id it sees and checks the
 // budgets from inside the handler. Each message first waits for gate
 // (closed once: only the first waits long), so a test can keep the actor
 // from draining its mailbox until a producer has been refused.
 type counter struct {
 	gate     <-chan struct{}
-	q        *Quota
+	q        *mailbox.Quota
 	maxM     int64
 	maxB     int64
 	mu       *sync.Mutex
@@ -197,7 +191,7 @@ func TestMailbox_ConcurrentProducersRespectBudgets(t *testing.T) {
 		maxB      = 200
 	)
 	sys := actor.NewActorSystem()
-	q := NewQuota(maxM, maxB)
+	q := mailbox.NewQuota(maxM, maxB)
 	// The actor holds its first message until a producer has been refused
 	// (or a generous deadline passes, and the final check fails): without
 	// it the refusals depend on producers outpacing the actor, which a
@@ -229,7 +223,7 @@ func TestMailbox_ConcurrentProducersRespectBudgets(t *testing.T) {
 				size := int64(id % 40)
 				err := q.Admit(size)
 				if err != nil {
-					var fe *FullError
+					var fe *mailbox.FullError
 					if !errors.As(err, &fe) {
 						errs <- err
 						return
@@ -237,12 +231,12 @@ func TestMailbox_ConcurrentProducersRespectBudgets(t *testing.T) {
 					openGate()
 					// The refusal names a budget that really was spent.
 					switch fe.Budget {
-					case BudgetMessages:
+					case mailbox.BudgetMessages:
 						if fe.Current < maxM || fe.Max != maxM {
 							errs <- fmt.Errorf("bad message refusal %+v", fe)
 							return
 						}
-					case BudgetBytes:
+					case mailbox.BudgetBytes:
 						if fe.Current+size <= maxB || fe.Max != maxB {
 							errs <- fmt.Errorf("bad byte refusal %+v size %d", fe, size)
 							return
@@ -314,7 +308,7 @@ type keeper struct{ keep bool }
 func (k *keeper) KeptBudget() bool { return k.keep }
 
 func TestMailbox_KeptBudgetIsLeftToTheKeeper(t *testing.T) {
-	q := NewQuota(10, 100)
+	q := mailbox.NewQuota(10, 100)
 	m, _ := newSync(q)
 	for _, keep := range []bool{false, true} {
 		if err := q.Admit(30); err != nil {
