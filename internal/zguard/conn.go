@@ -117,13 +117,7 @@ func (c *conn) Read(b []byte) (int, error) {
 		c.adopt()
 	}
 	if c.direct && c.handshakeDone.Load() {
-		// zmq4 reads exact frame lengths, so it never took a byte past the
-		// READY: everything after it is the owner's (readMessage).
-		if c.ln != nil {
-			return 0, c.pumpInbound() // on zmq4's reader goroutine, until the end
-		}
-		<-c.closedCh
-		return 0, opError("read", c, net.ErrClosed)
+		return 0, c.parkReader()
 	}
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
@@ -133,35 +127,68 @@ func (c *conn) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	if c.ln == nil && c.tc == nil && c.rp.state == stateGreeting && c.rp.need == greetingLen {
-		if g, err := c.br.Peek(1); err == nil && looksLikeTLSRecord(g[0]) {
-			return 0, c.failRead(answeredWithTLS(), true) // a dialed TLS port
-		}
-	}
-	if c.rp.atHeader() {
-		if err := c.checkHeader(); err != nil {
-			return 0, err
-		}
+	if err := c.checkNext(); err != nil {
+		return 0, err
 	}
 	n, rerr := c.br.Read(b)
-	for off := 0; off < n; {
-		k, ev, err := c.rp.next(b[off:n])
-		off += k
-		if err != nil {
-			return 0, c.failRead(err, true)
-		}
-		if ev == eventFrame && c.rp.command() && !c.handshakeDone.Load() {
-			if err := c.onHandshakeCommand(c.rp.body); err != nil {
-				return 0, c.failRead(err, true)
-			}
-		} else if ev == eventFrame && c.silentTimer != nil && !c.spoke.Load() && !c.rp.command() {
-			c.spoke.Store(true) // the first message: it is not silent
-		}
+	if err := c.parse(b[:n]); err != nil {
+		return 0, err
 	}
 	if rerr != nil {
 		return n, c.failRead(rerr, false)
 	}
 	return n, nil
+}
+
+// parkReader is zmq4's read once the owner reads messages itself (direct).
+// zmq4 reads exact frame lengths, so it never took a byte past the READY:
+// everything after it is the owner's (readMessage). On an accepted conn
+// zmq4's reader goroutine pumps them until the end; on a dialed one it
+// waits for the close.
+func (c *conn) parkReader() error {
+	if c.ln != nil {
+		return c.pumpInbound()
+	}
+	<-c.closedCh
+	return opError("read", c, net.ErrClosed)
+}
+
+// checkNext runs the checks due before bytes are released (rmu held): a
+// dialed plaintext conn whose peer answers its greeting with a TLS record
+// dialed a TLS port; at a frame boundary, the next header's length.
+func (c *conn) checkNext() error {
+	if c.ln == nil && c.tc == nil && c.rp.state == stateGreeting && c.rp.need == greetingLen {
+		if g, err := c.br.Peek(1); err == nil && looksLikeTLSRecord(g[0]) {
+			return c.failRead(answeredWithTLS(), true)
+		}
+	}
+	if c.rp.atHeader() {
+		return c.checkHeader()
+	}
+	return nil
+}
+
+// parse runs the frame parser over the bytes read (rmu held), watching the
+// handshake's commands and an accepted conn's first message.
+func (c *conn) parse(b []byte) error {
+	for off := 0; off < len(b); {
+		k, ev, err := c.rp.next(b[off:])
+		off += k
+		if err != nil {
+			return c.failRead(err, true)
+		}
+		if ev != eventFrame {
+			continue
+		}
+		if c.rp.command() && !c.handshakeDone.Load() {
+			if err := c.onHandshakeCommand(c.rp.body); err != nil {
+				return c.failRead(err, true)
+			}
+		} else if c.silentTimer != nil && !c.spoke.Load() && !c.rp.command() {
+			c.spoke.Store(true) // the first message: it is not silent
+		}
+	}
+	return nil
 }
 
 // checkHeader peeks at the next frame header and refuses it when it

@@ -11,76 +11,113 @@ import (
 )
 
 // greet runs c's pre-handshake: the TLS handshake (with TLS), the peer's
-// signature, our greeting, the rest of the peer's, and the peer's READY
-// read ahead; then it hands c to Accept.
+// first byte, its signature, our greeting, the rest of the peer's, and the
+// peer's READY read ahead; then it hands c to Accept. Each step refuses or
+// fails c itself and reports whether c goes on.
 func (l *listener) greet(c *conn) {
 	defer l.wg.Done()
-	if c.tc != nil {
-		// Bounded by the deadlines on the TCP conn (the first byte's, then
-		// the handshake's); closing c (listener Close) ends it at once.
-		err := handshakeTLS(context.Background(), c.tc, c.tcp, c.firstByte)
-		if err != nil {
-			if errors.Is(err, ErrHandshakeTimeout) && !c.fb.got.Load() {
-				err = ErrNoGreeting
-			}
-			if errors.Is(err, ErrTLSPlaintext) {
-				// Tell a plaintext dialer at once that this port needs TLS.
-				_, _ = c.tcp.Write(tlsAlert)
-			}
-			c.reject(err)
-			return
-		}
-		c.tlsUp.Store(true)
-	}
-	g, err := c.br.Peek(1)
-	if c.tc == nil {
-		if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
-			c.reject(ErrNoGreeting)
-			return
-		}
-		_ = c.tcp.SetReadDeadline(c.deadline)
-	}
-	if err == nil && c.tc == nil && looksLikeTLS(g) {
-		l.refuseTLS(c)
+	if c.tc != nil && !c.serverTLS() {
 		return
 	}
-	// The staged greeting of ZMTP 3 (libzmq): the peer sends its 10-byte
-	// signature and waits for ours before it sends its version, and its
-	// version before the rest. Ours goes out whole once the peer's
-	// signature is valid; the rest of the peer's is checked when it came.
-	if err == nil {
-		g, err = c.br.Peek(signatureLen)
-	}
-	if err == nil && !validSignature(g) {
-		c.reject(ErrBadGreeting)
-		return
-	}
-	if err == nil {
-		if err := c.sendGreeting(); err != nil {
-			return // failWrite closed c
-		}
-		g, err = c.br.Peek(greetingLen)
-	}
-	switch {
-	case err != nil:
-		c.rmu.Lock()
-		_ = c.failRead(err, false)
-		c.rmu.Unlock()
-		return
-	case !validGreeting(g) || !nullGreeting(g):
-		c.reject(ErrBadGreeting)
+	if !l.firstByte(c) || !c.exchangeGreetings() {
 		return
 	}
 	ready, err := c.readAheadReady()
 	if err != nil {
-		c.rmu.Lock()
-		_ = c.failRead(err, false)
-		c.rmu.Unlock()
+		c.failPeek(err)
 		return
 	}
 	if ready != nil && !l.identifyAhead(c, ready) {
 		return
 	}
+	l.handOver(c)
+}
+
+// serverTLS runs the server side of c's TLS handshake, bounded by the
+// deadlines on the TCP conn (the first byte's, then the handshake's);
+// closing c (listener Close) ends it at once. A peer that sent nothing
+// sent no greeting; a plaintext dialer is told at once that this port
+// needs TLS.
+func (c *conn) serverTLS() bool {
+	err := handshakeTLS(context.Background(), c.tc, c.tcp, c.firstByte)
+	if err == nil {
+		c.tlsUp.Store(true)
+		return true
+	}
+	if errors.Is(err, ErrHandshakeTimeout) && !c.fb.got.Load() {
+		err = ErrNoGreeting
+	}
+	if errors.Is(err, ErrTLSPlaintext) {
+		_, _ = c.tcp.Write(tlsAlert)
+	}
+	c.reject(err)
+	return false
+}
+
+// firstByte waits for the peer's first byte. Without TLS it comes under
+// the first byte's deadline (none by then: no greeting), the read
+// deadline then becomes the handshake's, and a TLS ClientHello is
+// answered (refuseTLS).
+func (l *listener) firstByte(c *conn) bool {
+	g, err := c.br.Peek(1)
+	if c.tc == nil {
+		if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+			c.reject(ErrNoGreeting)
+			return false
+		}
+		_ = c.tcp.SetReadDeadline(c.deadline)
+		if err == nil && looksLikeTLS(g) {
+			l.refuseTLS(c)
+			return false
+		}
+	}
+	if err != nil {
+		c.failPeek(err)
+		return false
+	}
+	return true
+}
+
+// exchangeGreetings runs the staged greeting of ZMTP 3 (libzmq): the peer
+// sends its 10-byte signature and waits for ours before it sends its
+// version, and its version before the rest. Ours goes out whole once the
+// peer's signature is valid; the rest of the peer's is checked when it
+// came (ZMTP 3 or later, NULL).
+func (c *conn) exchangeGreetings() bool {
+	g, err := c.br.Peek(signatureLen)
+	if err != nil {
+		c.failPeek(err)
+		return false
+	}
+	if !validSignature(g) {
+		c.reject(ErrBadGreeting)
+		return false
+	}
+	if err := c.sendGreeting(); err != nil {
+		return false // failWrite closed c
+	}
+	if g, err = c.br.Peek(greetingLen); err != nil {
+		c.failPeek(err)
+		return false
+	}
+	if !validGreeting(g) || !nullGreeting(g) {
+		c.reject(ErrBadGreeting)
+		return false
+	}
+	return true
+}
+
+// failPeek is failRead for a read of the pre-handshake (a peek outside
+// Read): it takes rmu.
+func (c *conn) failPeek(err error) {
+	c.rmu.Lock()
+	_ = c.failRead(err, false)
+	c.rmu.Unlock()
+}
+
+// handOver gives c to Accept, unless its handshake deadline passes, it
+// closes, or the listener does first.
+func (l *listener) handOver(c *conn) {
 	t := time.NewTimer(time.Until(c.deadline))
 	defer t.Stop()
 	select {
