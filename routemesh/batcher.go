@@ -28,7 +28,7 @@ import "github.com/zlink-go/zlink/wire"
 //     answer), where the pass only delays the frame — except one batch
 //     in quietProbe, to notice load.
 type batcher struct {
-	// maxBatch bounds a batch's encoded bytes (the peer's receive limit).
+	// maxBatch bounds the open batch's encoded bytes (open).
 	maxBatch int
 	// the items taken from the lanes: data[di:] and ctl[ci:] are not
 	// sent yet (sent slots are cleared).
@@ -79,8 +79,10 @@ func (b *batcher) frame() []byte {
 	return f
 }
 
-// open starts an empty batch.
-func (b *batcher) open() {
+// open starts an empty batch of at most maxBatch encoded bytes (the
+// peer's receive limit).
+func (b *batcher) open(maxBatch int) {
+	b.maxBatch = maxBatch
 	b.batch = b.batch[:0]
 	b.size = 0
 	b.yielded = false

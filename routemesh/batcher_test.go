@@ -49,7 +49,7 @@ func drive(t *testing.T, b *batcher, script []chunk) (writes []out, yields int) 
 			writes = append(writes, out{frame: string(f)})
 			continue
 		}
-		b.open()
+		b.open(b.maxBatch) // the limit the test gave it
 		for b.fill() {
 			if take() {
 				continue
@@ -280,7 +280,7 @@ func TestBatcher_Yield(t *testing.T) {
 	// The yield that brought more: the batch grows, the pipe is not quiet.
 	b = &batcher{maxBatch: 1 << 20}
 	b.refill([]wire.Envelope{req(1, 0)}, nil)
-	b.open()
+	b.open(b.maxBatch)
 	if !b.fill() || !b.yield() {
 		t.Fatal("a dry single batch does not yield")
 	}

@@ -403,7 +403,7 @@ func (w *writer) loop() (idle bool) {
 			}
 			continue
 		}
-		b.open()
+		b.open(w.maxBatch)
 		for b.fill() {
 			if got, _ := w.take(false); got {
 				continue
