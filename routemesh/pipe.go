@@ -100,7 +100,9 @@ func (p *pipe) close() {
 // caller); the control lane holds replies, errors, heartbeats and handshake
 // frames (bounded too: overflowing it means the peer cannot keep up, and the
 // pipe is closed). The loop drains both lanes into one Batch frame per write,
-// with no artificial delay.
+// with no artificial delay; what goes into each write is its batcher's
+// decision (batcher.go), the loop only takes the lanes, yields, encodes
+// and writes.
 //
 // The lanes are slices under one mutex, not channels: a caller appends
 // (one uncontended lock), and the loop takes everything queued at once by
