@@ -494,7 +494,7 @@ func TestWriter_LanesOrderLimitsAndStop(t *testing.T) {
 	})
 	mu.Lock()
 	var nextReq, nextRep uint64 = 1, 100000
-	frameAt := -1
+	frameAt, largest := -1, 0
 	for _, s := range out {
 		if s.frame != nil {
 			if string(s.frame) != "raw-1" || frameAt >= 0 {
@@ -522,8 +522,13 @@ func TestWriter_LanesOrderLimitsAndStop(t *testing.T) {
 		if len(s.envs) > 1 && size > w.maxBatch {
 			t.Fatalf("a batch of %d bytes (limit %d)", size, w.maxBatch)
 		}
+		largest = max(largest, len(s.envs))
 	}
 	mu.Unlock()
+	one := wire.Envelope{Kind: wire.KindReply, Corr: 100000, Payload: payload}
+	if perLimit := w.maxBatch / one.Size(); largest < perLimit/2 {
+		t.Fatalf("the largest batch held %d envelopes; %d queued ones fit in one", largest, perLimit)
+	}
 	if frameAt != n/2 {
 		t.Fatalf("the raw frame went after %d control envelopes, want %d", frameAt, n/2)
 	}

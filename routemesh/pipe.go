@@ -100,7 +100,9 @@ func (p *pipe) close() {
 // caller); the control lane holds replies, errors, heartbeats and handshake
 // frames (bounded too: overflowing it means the peer cannot keep up, and the
 // pipe is closed). The loop drains both lanes into one Batch frame per write,
-// with no artificial delay.
+// with no artificial delay; what goes into each write is its batcher's
+// decision (batcher.go), the loop only takes the lanes, yields, encodes
+// and writes.
 //
 // The lanes are slices under one mutex, not channels: a caller appends
 // (one uncontended lock), and the loop takes everything queued at once by
@@ -270,20 +272,12 @@ func (w *writer) start() bool {
 	return true
 }
 
-// loopState is what the loop keeps between runs: the items taken from the
-// lanes and not yet sent (ctl[ci:], data[di:]; sent items are cleared, so
-// no payload stays referenced), the batch and frame buffers, and the
-// batching heuristics.
+// loopState is what the loop keeps between runs: the batcher (the items
+// taken from the lanes and not yet sent, the batch, the batching
+// heuristics) and the frame buffer.
 type loopState struct {
-	batch  []wire.Envelope
-	buf    []byte
-	data   []wire.Envelope
-	ctl    []outItem
-	di, ci int
-	// quiet: the last yield before sealing a batch brought no other
-	// envelope, and no batch since held more than one.
-	quiet bool
-	probe int // batches since the last probing yield, mod quietProbe
+	b   batcher
+	buf []byte
 	// linger times the wait of an idle loop before it ends (made once).
 	linger *time.Timer
 }
@@ -298,24 +292,15 @@ const writerLinger = 100 * time.Millisecond
 // linger (w.mu held; the lanes are empty): a pipe that went quiet keeps a
 // few items of lanes and batch and a small frame buffer.
 func (w *writer) trimLocked() {
-	lp := &w.lp
 	if cap(w.data) > maxKeptLane {
 		w.data = nil
 	}
 	if cap(w.ctl) > maxKeptLane {
 		w.ctl = nil
 	}
-	if cap(lp.data) > maxKeptLane {
-		lp.data = nil
-	}
-	if cap(lp.ctl) > maxKeptLane {
-		lp.ctl = nil
-	}
-	if cap(lp.batch) > maxKeptLane {
-		lp.batch = nil
-	}
-	if cap(lp.buf) > maxKeptBuf {
-		lp.buf = nil
+	w.lp.b.trim(maxKeptLane)
+	if cap(w.lp.buf) > maxKeptBuf {
+		w.lp.buf = nil
 	}
 }
 
@@ -363,9 +348,6 @@ func (w *writer) lingerWait() bool {
 	}
 }
 
-// quietProbe: a quiet writer still yields before one batch in this many.
-const quietProbe = 8
-
 // maxKeptLane is the largest lane or batch slice (in items) a writer
 // keeps once it went quiet (an envelope is about 160 bytes).
 const maxKeptLane = 64
@@ -399,131 +381,87 @@ func (w *writer) finish() {
 }
 
 // loop sends until the lanes are empty (true: the writer went idle) or it
-// is stopped or a send fails (false).
+// is stopped or a send fails (false). What goes into each write is the
+// batcher's decision; the loop takes the lanes, yields, encodes and writes.
 func (w *writer) loop() (idle bool) {
-	lp := &w.lp
-	// take swaps the drained slices for the queued ones; it reports
-	// whether anything was taken. With idle set, an empty take marks the
-	// writer idle and parked (wentIdle: the loop then lingers, and ends —
-	// giving up what a burst grew — if nobody wakes it), unless it is
-	// stopped: stop saw the loop running, so this loop must finish.
-	wentIdle := false
-	take := func(idle bool) bool {
-		if lp.di < len(lp.data) || lp.ci < len(lp.ctl) {
-			return true
-		}
-		lp.data, lp.ctl = lp.data[:0], lp.ctl[:0]
-		w.mu.Lock()
-		lp.data, w.data = w.data, lp.data
-		lp.ctl, w.ctl = w.ctl, lp.ctl
-		got := len(lp.data) > 0 || len(lp.ctl) > 0
-		lp.di, lp.ci = 0, 0
-		if !got && idle && !w.stopped() {
-			w.idle, w.parked = true, true
-			wentIdle = true
-		}
-		w.mu.Unlock()
-		return got
-	}
+	b := &w.lp.b
 	for {
 		if w.stopped() {
-			w.flushControl(lp.ctl[lp.ci:])
+			w.flushControl(b.unsentControl())
 			return false
 		}
-		if !take(true) {
-			if !wentIdle {
+		if got, parked := w.take(true); !got {
+			if !parked {
 				continue // stopped: flush and finish
 			}
-			wentIdle = false
 			if w.lingerWait() {
 				continue
 			}
 			return true // nothing of lp may be touched from here on
 		}
-		// A raw frame first in line goes alone, in its lane's order.
-		if lp.ci < len(lp.ctl) && lp.ctl[lp.ci].frame != nil {
-			f := lp.ctl[lp.ci].frame
-			lp.ctl[lp.ci] = outItem{}
-			lp.ci++
+		if f := b.frame(); f != nil {
 			if !w.write(f) {
 				return false
 			}
 			continue
 		}
-		batch := lp.batch[:0]
-		size := 0
-		yielded := false
-	fill:
-		for len(batch) < 4096 {
-			switch {
-			case lp.ci < len(lp.ctl):
-				it := &lp.ctl[lp.ci]
-				if it.frame != nil {
-					break fill // the batch goes before the frame
-				}
-				es := it.env.Size()
-				if len(batch) > 0 && size+es > w.maxBatch {
-					break fill
-				}
-				batch = append(batch, it.env)
-				size += es
-				*it = outItem{}
-				lp.ci++
-			case lp.di < len(lp.data):
-				e := &lp.data[lp.di]
-				es := e.Size()
-				if len(batch) > 0 && size+es > w.maxBatch {
-					break fill
-				}
-				batch = append(batch, *e)
-				size += es
-				*e = wire.Envelope{}
-				lp.di++
-			default:
-				if take(false) {
-					continue
-				}
-				// Let callers that are about to submit run once before the
-				// batch is sealed: on a busy node this turns many small
-				// frames into one, at the cost of one scheduler pass. Not
-				// on a quiet pipe (the last pass brought nothing: a caller
-				// waits for each answer), where the pass only delays the
-				// frame — except one batch in quietProbe, to notice load.
-				if !yielded && len(batch) < 16 && (!lp.quiet || lp.probe == 0) {
-					yielded = true
-					runtime.Gosched()
-					continue
-				}
-				break fill
+		b.open(w.maxBatch)
+		for b.fill() {
+			if got, _ := w.take(false); got {
+				continue
 			}
+			if !b.yield() {
+				break
+			}
+			// Let callers that are about to submit run once before the
+			// batch is sealed (the batcher says when).
+			runtime.Gosched()
 		}
-		lp.batch = batch
-		if len(batch) == 0 {
-			continue
-		}
-		if yielded {
-			lp.quiet = len(batch) == 1
-		} else if len(batch) > 1 {
-			lp.quiet = false
-		}
-		lp.probe = (lp.probe + 1) % quietProbe
-		var err error
-		lp.buf, err = wire.AppendFrame(lp.buf[:0], &wire.Frame{Type: wire.FrameBatch, Batch: batch})
-		clear(batch) // drop payload references
-		if err != nil {
-			w.onError(err)
-			return false
-		}
-		// The transport is done with the buffer when Send returns; a very
-		// large one is not kept.
-		ok := w.write(lp.buf)
-		if cap(lp.buf) > 2<<20 {
-			lp.buf = nil
-		}
-		if !ok {
+		if batch := b.seal(); len(batch) > 0 && !w.writeBatch(batch) {
 			return false
 		}
 	}
+}
+
+// take hands the batcher what the lanes queued, swapping the slices with
+// its drained ones, unless it still holds items; got reports whether it
+// holds any now. With idle set, an empty take marks the writer idle and
+// parked (parked: the loop then lingers, and ends — giving up what a
+// burst grew — if nobody wakes it), unless it is stopped: stop saw the
+// loop running, so this loop must finish.
+func (w *writer) take(idle bool) (got, parked bool) {
+	b := &w.lp.b
+	if b.held() {
+		return true, false
+	}
+	w.mu.Lock()
+	w.data, w.ctl = b.refill(w.data, w.ctl)
+	got = b.held()
+	if !got && idle && !w.stopped() {
+		w.idle, w.parked = true, true
+		parked = true
+	}
+	w.mu.Unlock()
+	return got, parked
+}
+
+// writeBatch encodes a sealed batch into the frame buffer and writes it.
+func (w *writer) writeBatch(batch []wire.Envelope) bool {
+	lp := &w.lp
+	var err error
+	lp.buf, err = wire.AppendFrame(lp.buf[:0], &wire.Frame{Type: wire.FrameBatch, Batch: batch})
+	lp.b.sent() // drop payload references
+	if err != nil {
+		w.onError(err)
+		return false
+	}
+	// The transport is done with the buffer when Send returns; a very
+	// large one is not kept.
+	ok := w.write(lp.buf)
+	if cap(lp.buf) > 2<<20 {
+		lp.buf = nil
+	}
+	return ok
 }
 
 // flushControl sends, best effort, what the control lane still holds:

@@ -1,10 +1,8 @@
 package zguard
 
 import (
-	"bytes"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"io"
 	"math"
 	"net"
@@ -14,10 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 )
-
-// maxWriteChunk is the most written to the kernel under one write deadline,
-// so WriteTimeout measures lack of progress, not the size of a message.
-const maxWriteChunk = 1 << 20
 
 // conn is the net.Conn zmq4 gets. Reads go through a buffered reader and
 // a frame parser that refuses oversized frames before zmq4 sees their
@@ -116,14 +110,6 @@ func newConn(tcp net.Conn, tc *tls.Conn, tlsUp bool, cfg Config, ln *listener, s
 	return c
 }
 
-// handshakeExpired closes a conn whose handshake has not ended by its
-// deadline.
-func (c *conn) handshakeExpired() {
-	if !c.handshakeDone.Load() {
-		c.reject(ErrHandshakeTimeout)
-	}
-}
-
 // Read hands zmq4 the peer's bytes. At each frame boundary it waits for the
 // whole header and checks its length before releasing any of it.
 func (c *conn) Read(b []byte) (int, error) {
@@ -131,13 +117,7 @@ func (c *conn) Read(b []byte) (int, error) {
 		c.adopt()
 	}
 	if c.direct && c.handshakeDone.Load() {
-		// zmq4 reads exact frame lengths, so it never took a byte past the
-		// READY: everything after it is the owner's (readMessage).
-		if c.ln != nil {
-			return 0, c.pumpInbound() // on zmq4's reader goroutine, until the end
-		}
-		<-c.closedCh
-		return 0, opError("read", c, net.ErrClosed)
+		return 0, c.parkReader()
 	}
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
@@ -147,35 +127,68 @@ func (c *conn) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	if c.ln == nil && c.tc == nil && c.rp.state == stateGreeting && c.rp.need == greetingLen {
-		if g, err := c.br.Peek(1); err == nil && looksLikeTLSRecord(g[0]) {
-			return 0, c.failRead(answeredWithTLS(), true) // a dialed TLS port
-		}
-	}
-	if c.rp.atHeader() {
-		if err := c.checkHeader(); err != nil {
-			return 0, err
-		}
+	if err := c.checkNext(); err != nil {
+		return 0, err
 	}
 	n, rerr := c.br.Read(b)
-	for off := 0; off < n; {
-		k, ev, err := c.rp.next(b[off:n])
-		off += k
-		if err != nil {
-			return 0, c.failRead(err, true)
-		}
-		if ev == eventFrame && c.rp.command() && !c.handshakeDone.Load() {
-			if err := c.onHandshakeCommand(c.rp.body); err != nil {
-				return 0, c.failRead(err, true)
-			}
-		} else if ev == eventFrame && c.silentTimer != nil && !c.spoke.Load() && !c.rp.command() {
-			c.spoke.Store(true) // the first message: it is not silent
-		}
+	if err := c.parse(b[:n]); err != nil {
+		return 0, err
 	}
 	if rerr != nil {
 		return n, c.failRead(rerr, false)
 	}
 	return n, nil
+}
+
+// parkReader is zmq4's read once the owner reads messages itself (direct).
+// zmq4 reads exact frame lengths, so it never took a byte past the READY:
+// everything after it is the owner's (readMessage). On an accepted conn
+// zmq4's reader goroutine pumps them until the end; on a dialed one it
+// waits for the close.
+func (c *conn) parkReader() error {
+	if c.ln != nil {
+		return c.pumpInbound()
+	}
+	<-c.closedCh
+	return opError("read", c, net.ErrClosed)
+}
+
+// checkNext runs the checks due before bytes are released (rmu held): a
+// dialed plaintext conn whose peer answers its greeting with a TLS record
+// dialed a TLS port; at a frame boundary, the next header's length.
+func (c *conn) checkNext() error {
+	if c.ln == nil && c.tc == nil && c.rp.state == stateGreeting && c.rp.need == greetingLen {
+		if g, err := c.br.Peek(1); err == nil && looksLikeTLSRecord(g[0]) {
+			return c.failRead(answeredWithTLS(), true)
+		}
+	}
+	if c.rp.atHeader() {
+		return c.checkHeader()
+	}
+	return nil
+}
+
+// parse runs the frame parser over the bytes read (rmu held), watching the
+// handshake's commands and an accepted conn's first message.
+func (c *conn) parse(b []byte) error {
+	for off := 0; off < len(b); {
+		k, ev, err := c.rp.next(b[off:])
+		off += k
+		if err != nil {
+			return c.failRead(err, true)
+		}
+		if ev != eventFrame {
+			continue
+		}
+		if c.rp.command() && !c.handshakeDone.Load() {
+			if err := c.onHandshakeCommand(c.rp.body); err != nil {
+				return c.failRead(err, true)
+			}
+		} else if c.silentTimer != nil && !c.spoke.Load() && !c.rp.command() {
+			c.spoke.Store(true) // the first message: it is not silent
+		}
+	}
+	return nil
 }
 
 // checkHeader peeks at the next frame header and refuses it when it
@@ -195,90 +208,6 @@ func (c *conn) checkHeader() error {
 		return c.failRead(err, true)
 	}
 	return nil
-}
-
-// onHandshakeCommand runs on every command read before the handshake ends.
-func (c *conn) onHandshakeCommand(body []byte) error {
-	name, identity, err := sniffCommand(body)
-	if err != nil {
-		return err
-	}
-	if name != "READY" && name != "INITIATE" {
-		return nil
-	}
-	if c.ln != nil {
-		if _, err := c.ln.identify(c, identity); err != nil {
-			return err
-		}
-	} else {
-		c.mu.Lock()
-		c.identity = identity
-		c.mu.Unlock()
-	}
-	c.handshakeDone.Store(true)
-	c.rp.capture = false
-	c.rp.body = nil
-	_ = c.raw.SetReadDeadline(time.Time{})
-	if c.ln != nil && !c.cfg.AwaitAuth {
-		c.ln.handshakeEnded(c) // else pending until Inbound.Authenticated
-	}
-	// zmq4 drops (without closing) a conn whose Open fails after the READY,
-	// e.g. on incompatible socket types; such a conn is never read again.
-	c.mu.Lock()
-	if c.adoptTimer != nil {
-		c.adoptTimer.Stop() // handshakeExpired
-	}
-	if !c.closed {
-		c.adoptTimer = time.AfterFunc(c.cfg.HandshakeTimeout, c.orphaned)
-		if c.ln != nil && c.cfg.SpeakFirst {
-			c.silentTimer = time.AfterFunc(c.cfg.HandshakeTimeout, c.silent)
-		}
-	}
-	c.mu.Unlock()
-	return nil
-}
-
-// silent refuses an accepted conn that sent no message within the
-// handshake timeout of its READY: a stranger that connects and says
-// nothing holds no connection for long.
-func (c *conn) silent() {
-	if !c.spoke.Load() {
-		c.reject(ErrSilent)
-	}
-}
-
-// authExpired refuses an accepted conn (AwaitAuth) that its owner has not
-// reported authenticated within AuthTimeout of its accept.
-func (c *conn) authExpired() {
-	if !c.authed.Load() {
-		c.reject(ErrNotAuthenticated)
-	}
-}
-
-// authenticate ends the wait for authentication (Inbound.Authenticated).
-func (c *conn) authenticate() {
-	c.authed.Store(true)
-	c.mu.Lock()
-	if c.authTimer != nil {
-		c.authTimer.Stop()
-	}
-	c.mu.Unlock()
-}
-
-// adopt records that zmq4 reads the conn after its handshake.
-func (c *conn) adopt() {
-	c.adopted.Store(true)
-	c.mu.Lock()
-	if c.adoptTimer != nil {
-		c.adoptTimer.Stop()
-	}
-	c.mu.Unlock()
-}
-
-func (c *conn) orphaned() {
-	if !c.adopted.Load() {
-		c.reject(ErrHandshakeTimeout)
-	}
 }
 
 // failRead closes the conn for a read-side reason and returns the error for
@@ -304,71 +233,6 @@ func (c *conn) failRead(err error, guard bool) error {
 	}
 	c.rerr = opError("read", c, err)
 	return c.rerr
-}
-
-// Write buffers b and flushes after each complete ZMTP message (the
-// greeting, a command, or a frame without MORE).
-func (c *conn) Write(b []byte) (int, error) {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if c.werr != nil {
-		return 0, c.werr
-	}
-	if len(c.swallow) == 0 {
-		return c.writeLocked(b)
-	}
-	k := min(len(b), len(c.swallow))
-	if !bytes.Equal(b[:k], c.swallow[:k]) {
-		return 0, c.failWrite(errGreetingDiffers)
-	}
-	c.swallow = c.swallow[k:]
-	if k == len(b) {
-		return k, nil
-	}
-	n, err := c.writeLocked(b[k:])
-	return k + n, err
-}
-
-// errGreetingDiffers: zmq4 wrote another greeting than the one a listener
-// sent ahead of it (serverGreeting no longer matches zmq4's).
-var errGreetingDiffers = errors.New("zlink: zmq4's greeting differs from the one sent ahead of it")
-
-// writeLocked is Write with wmu held and no write error yet.
-func (c *conn) writeLocked(b []byte) (int, error) {
-	select {
-	case <-c.closedCh:
-		c.werr = opError("write", c, net.ErrClosed)
-		return 0, c.werr
-	default:
-	}
-	written := 0
-	for written < len(b) {
-		k, ev, err := c.wp.next(b[written:])
-		if err != nil {
-			return written, c.failWrite(err)
-		}
-		m, err := c.bw.Write(b[written : written+k])
-		written += m
-		if err != nil {
-			return written, c.failWrite(err)
-		}
-		if ev == eventGreeting || ev == eventFrame && (c.wp.command() || !c.wp.more()) {
-			if err := c.bw.Flush(); err != nil {
-				return written, c.failWrite(err)
-			}
-		}
-	}
-	return written, nil
-}
-
-func (c *conn) failWrite(err error) error {
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		err = fmt.Errorf("%w: %v", ErrWriteTimeout, err)
-	}
-	c.closeWith(err, false)
-	// A non-timeout net.Error makes zmq4 mark its Conn closed at once.
-	c.werr = opError("write", c, err)
-	return c.werr
 }
 
 func opError(op string, c *conn, err error) error {
@@ -462,32 +326,3 @@ func (c *conn) RemoteAddr() net.Addr { return c.raw.RemoteAddr() }
 func (c *conn) SetDeadline(time.Time) error      { return nil }
 func (c *conn) SetReadDeadline(time.Time) error  { return nil }
 func (c *conn) SetWriteDeadline(time.Time) error { return nil }
-
-// deadlineWriter writes to the kernel in chunks of at most maxWriteChunk,
-// each under its own deadline: at least 7/8 of the timeout from the
-// chunk's start (the deadline set last is kept while that much of it is
-// left, so a busy connection does not reset its timer for every write).
-type deadlineWriter struct {
-	c       net.Conn
-	timeout time.Duration
-	until   time.Time // the write deadline set last
-}
-
-func (w *deadlineWriter) Write(p []byte) (int, error) {
-	n := 0
-	for n < len(p) {
-		end := min(len(p), n+maxWriteChunk)
-		if now := time.Now(); w.until.Sub(now) < w.timeout-w.timeout/8 {
-			w.until = now.Add(w.timeout)
-			if err := w.c.SetWriteDeadline(w.until); err != nil {
-				return n, err
-			}
-		}
-		k, err := w.c.Write(p[n:end])
-		n += k
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
-}

@@ -1,0 +1,75 @@
+package zguard
+
+import "sync"
+
+// Inbound closes inbound connections by identity for the owner of a
+// listening socket (zmq4's router has no call for it): a peer the owner
+// refused, or one that stopped answering, loses its TCP connection instead
+// of holding it until it goes away by itself.
+type Inbound struct {
+	mu sync.Mutex
+	ls []*listener
+
+	// msgs, when made (ReadDirect), carries every message read directly
+	// from the listeners' connections.
+	msgs chan Received
+	// fn, when set (ReadDirectFunc), takes them instead.
+	fn func(Received)
+}
+
+func (in *Inbound) add(l *listener) {
+	in.mu.Lock()
+	in.ls = append(in.ls, l)
+	in.mu.Unlock()
+}
+
+// Authenticated tells the listeners that the inbound connection that
+// announced identity has authenticated (the owner's own handshake above
+// ZMTP succeeded): with Config.AwaitAuth it stops counting as pending
+// and its source becomes known (see Config.ReservedForKnown). It reports
+// whether such a connection was found. Safe for concurrent use; it does
+// not block.
+func (in *Inbound) Authenticated(identity string) bool {
+	l, c := in.lookup(identity)
+	if c == nil {
+		return false
+	}
+	c.authenticate()
+	l.handshakeEnded(c)
+	return true
+}
+
+// lookup finds the live inbound connection that announced identity, and
+// its listener.
+func (in *Inbound) lookup(identity string) (*listener, *conn) {
+	in.mu.Lock()
+	ls := in.ls
+	in.mu.Unlock()
+	for _, l := range ls {
+		l.mu.Lock()
+		c := l.live[identity]
+		l.mu.Unlock()
+		if c != nil {
+			return l, c
+		}
+	}
+	return nil, nil
+}
+
+// Disconnect closes the inbound connection that announced identity, after
+// what was written to it (a refusal) has gone out. It reports whether one
+// was found.
+//
+// It also lets the identity go: once a connection that delivered messages
+// has closed, its identity stays held until its owner disconnects it (or
+// AuthTimeout passes), so a new connection with the same identity is
+// never taken for the old one.
+func (in *Inbound) Disconnect(identity string) bool {
+	l, c := in.lookup(identity)
+	if c == nil {
+		return false
+	}
+	c.closeWith(ErrDisconnected, false)
+	l.release(identity, c)
+	return true
+}
