@@ -114,11 +114,12 @@ func (p *pipe) close() {
 // The loop runs only while there is something to send: when it finds both
 // lanes empty it marks the writer idle and lingers for writerLinger (a
 // caller that queues meanwhile wakes it); then its goroutine ends, and the
-// next caller that queues starts it again (spawn). A busy pipe's loop is
-// woken, as a parked goroutine; a connection at rest holds no writer
-// goroutine most of the time — its reader alone, plus a writer for a
-// moment after each heartbeat — and the loop's buffers stay with the
-// writer (loopState), so a restart allocates nothing.
+// next caller that queues starts it again (spawn). A run that sent only
+// heartbeats ends at once, without the linger's timer. A busy pipe's loop
+// is woken, as a parked goroutine; a connection at rest holds no writer
+// goroutine most of the time — its reader alone, plus a writer for the
+// moment of each heartbeat — and the loop's buffers stay with the writer
+// (loopState), so a restart allocates nothing.
 type writer struct {
 	mu   sync.Mutex
 	data []wire.Envelope // queued requests and sends (at most hwm)
@@ -326,26 +327,34 @@ func (w *writer) lingerWait() bool {
 		w.mu.Unlock()
 		return true
 	case <-lp.linger.C:
-		w.mu.Lock()
-		if w.stopped() { // stop saw a parked loop: this one finishes
-			w.idle, w.parked = false, false
-			w.mu.Unlock()
-			return true
-		}
-		if w.parked {
-			w.trimLocked()
-			w.parked = false
-			w.mu.Unlock()
-			return false
-		}
+		return w.unpark()
+	}
+}
+
+// unpark ends the park of an idle loop that nobody woke (its linger
+// passed, or it sent only heartbeats and does not linger). It reports
+// false when the loop ends (idle stays set, so the next caller starts
+// one), true when it must go on: stop saw the parked loop, or a caller
+// cleared parked just now and is about to signal.
+func (w *writer) unpark() bool {
+	w.mu.Lock()
+	if w.stopped() { // stop saw a parked loop: this one finishes
+		w.idle, w.parked = false, false
 		w.mu.Unlock()
-		// A caller cleared parked just now and is about to signal.
-		select {
-		case <-w.wake:
-		case <-w.quit:
-		}
 		return true
 	}
+	if w.parked {
+		w.trimLocked()
+		w.parked = false
+		w.mu.Unlock()
+		return false
+	}
+	w.mu.Unlock()
+	select {
+	case <-w.wake:
+	case <-w.quit:
+	}
+	return true
 }
 
 // maxKeptLane is the largest lane or batch slice (in items) a writer
@@ -385,6 +394,7 @@ func (w *writer) finish() {
 // batcher's decision; the loop takes the lanes, yields, encodes and writes.
 func (w *writer) loop() (idle bool) {
 	b := &w.lp.b
+	beatsOnly := true // everything this run sent was heartbeats
 	for {
 		if w.stopped() {
 			w.flushControl(b.unsentControl())
@@ -394,7 +404,8 @@ func (w *writer) loop() (idle bool) {
 			if !parked {
 				continue // stopped: flush and finish
 			}
-			if w.lingerWait() {
+			if w.rest(beatsOnly) {
+				beatsOnly = false
 				continue
 			}
 			return true // nothing of lp may be touched from here on
@@ -417,10 +428,33 @@ func (w *writer) loop() (idle bool) {
 			// batch is sealed (the batcher says when).
 			runtime.Gosched()
 		}
-		if batch := b.seal(); len(batch) > 0 && !w.writeBatch(batch) {
+		batch := b.seal()
+		beatsOnly = beatsOnly && heartbeatsOnly(batch)
+		if len(batch) > 0 && !w.writeBatch(batch) {
 			return false
 		}
 	}
+}
+
+// rest parks the idle loop: it lingers for writerLinger, except after a
+// run that sent only heartbeats — a pipe at rest beats once an Interval,
+// so its loop ends at once instead of arming a timer that would fire for
+// nothing. It reports whether the loop goes on (see lingerWait).
+func (w *writer) rest(beatsOnly bool) bool {
+	if beatsOnly {
+		return w.unpark()
+	}
+	return w.lingerWait()
+}
+
+// heartbeatsOnly reports whether every envelope of batch is a heartbeat.
+func heartbeatsOnly(batch []wire.Envelope) bool {
+	for i := range batch {
+		if batch[i].Kind != wire.KindHeartbeat {
+			return false
+		}
+	}
+	return true
 }
 
 // take hands the batcher what the lanes queued, swapping the slices with
