@@ -57,6 +57,8 @@ type System struct {
 	// def is the strategy of every actor with a default supervisor Config,
 	// shared (it holds no per-child state).
 	def actor.SupervisorStrategy
+	// pool runs the mailboxes of actors spawned with Spec.Pooled.
+	pool *Pool
 }
 
 // strategy returns the protoactor strategy for cfg (shared when default).
@@ -82,6 +84,7 @@ func NewSystem(cfg Config) *System {
 		reg:  supervisor.NewRegistry(),
 		log:  log,
 		refs: map[string]*Ref{},
+		pool: NewPool(PoolConfig{}),
 	}
 	s.top = cfg.TopLevel.RootStrategy(s.reg)
 	s.def = supervisor.DefaultConfig().Strategy(s.reg)
@@ -118,6 +121,10 @@ type Spec struct {
 	// Fold shows this actor's children in tree snapshots as a count
 	// instead of one node each (a Spot kind may hold a million).
 	Fold bool
+	// Pooled runs the actor's mailbox on the System's worker Pool instead
+	// of a new goroutine per schedule: for actors scheduled very often
+	// with short turns (Spots running timer firings).
+	Pooled bool
 }
 
 func (sp Spec) validate() error {
@@ -226,6 +233,9 @@ func (s *System) spawn(parent actor.Context, parentPath string, spec Spec) (*Ref
 	if parent == nil {
 		opts = append(opts, actor.WithGuardian(s.top))
 	}
+	if spec.Pooled {
+		opts = append(opts, actor.WithDispatcher(s.pool))
+	}
 	producer := spec.Producer
 	props := actor.PropsFromProducer(func() actor.Actor {
 		return &cell{sys: s, ref: ref, inner: producer()}
@@ -276,6 +286,7 @@ func (s *System) Shutdown(ctx context.Context) error {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	defer s.pool.Close() // after the protoactor system stopped
 	defer s.as.Shutdown()
 
 	for {

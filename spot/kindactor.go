@@ -292,7 +292,7 @@ func (a *kindActor) spawn(c actor.Context, id string, res claimResult) *activati
 	reg := a.ks.reg
 	ref, err := rt.n.Actors().SpawnChild(c, actors.Spec{
 		Name: url.PathEscape(id), Kind: "spot", MaxMessages: reg.maxMessages, MaxBytes: reg.maxBytes,
-		Supervisor: supervisor.DefaultConfig(), Compact: true,
+		Supervisor: supervisor.DefaultConfig(), Compact: true, Pooled: true,
 		Producer: func() actor.Actor { return &spotActor{rt: rt, ks: a.ks, act: act} },
 	})
 	if err != nil {
