@@ -1,10 +1,12 @@
 package actors
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 )
@@ -86,6 +88,32 @@ func BenchmarkDispatch_Actors(b *testing.B) {
 				waitCountB(b, count, sent)
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(sent), "ns/msg")
+		})
+	}
+}
+
+// BenchmarkDispatch_Request: lockstep requests to one actor (its mailbox
+// is scheduled once per request), pooled and not.
+func BenchmarkDispatch_Request(b *testing.B) {
+	msg := &benchMsg{}
+	for _, pooled := range []bool{false, true} {
+		b.Run(fmt.Sprintf("pooled=%v", pooled), func(b *testing.B) {
+			s := benchSystem()
+			defer shutdown(s)
+			count := &atomic.Int64{}
+			ref, err := s.Spawn(Spec{Name: "r", Pooled: pooled, MaxMessages: 1024,
+				Producer: func() actor.Actor { return countActor{count} }})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+			defer cancel()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := ref.Request(ctx, msg); err != nil {
+					b.Fatal(err)
+				}
+			}
 		})
 	}
 }
