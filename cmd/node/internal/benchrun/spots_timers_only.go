@@ -24,6 +24,7 @@ func init() {
 			}
 			return spotsTimers(ctx, w, plan)
 		},
+		Explicit: true, // `bench spots` runs this part already
 	})
 }
 
