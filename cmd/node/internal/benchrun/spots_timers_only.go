@@ -11,7 +11,7 @@ import (
 // `zlink-node bench spots-timers`: only the timers part of `bench spots`
 // (10,000 Spots at 20 Hz; --quick: 1,000), for measuring it alone.
 // ZLINK_TIMERS_PROFILE names a file that gets a CPU profile of the
-// measured window; ZLINK_TIMERS_SPOTS=N runs N Spots instead (a load the
+// measured window (and file.allocs the allocations since the start); ZLINK_TIMERS_SPOTS=N runs N Spots instead (a load the
 // node keeps up with compares CPU per firing on a busy machine).
 func init() {
 	register(Bench{
@@ -43,5 +43,12 @@ func timersProfile() func() {
 		_ = f.Close()
 		return func() {}
 	}
-	return func() { pprof.StopCPUProfile(); _ = f.Close() }
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+		if a, err := os.Create(path + ".allocs"); err == nil {
+			_ = pprof.Lookup("allocs").WriteTo(a, 0)
+			_ = a.Close()
+		}
+	}
 }
