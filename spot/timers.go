@@ -88,10 +88,12 @@ type timerFire struct {
 	gen     uint64 // the schedule's generation of this setting
 	once    bool   // a one-shot timer: the schedule forgets it once taken
 	pending atomic.Bool
-	// Touched only by the Spot's turns: the timer it fires, and whether
-	// that timer was cancelled or set again since.
+	// Touched only by the Spot's turns: the timer it fires, whether that
+	// timer was cancelled or set again since, and the Context of its
+	// turns (one per timer, reused: a firing allocates none).
 	td    *timerData
 	stale bool
+	hc    Context
 }
 
 // Size is what a firing counts against the Spot's byte budget.
@@ -388,10 +390,12 @@ func (a *spotActor) fire(c actor.Context, f *timerFire) {
 	a.turns++
 	a.act.turn.Store(a.turns)
 	// A timer turn has no caller and no deadline of its own: the runtime's
-	// context (a timer per firing would cost more than the firing).
+	// context (a timer per firing would cost more than the firing). Its
+	// Context is the timer's own, filled as turnContext does.
 	t := a.enter()
-	hc := a.context(rt.base, "", nil, t)
-	hc.Source = SourceTimer
+	hc := &f.hc
+	*hc = Context{Context: rt.base, Kind: reg.name, ID: a.act.id, Epoch: a.act.epoch, Source: SourceTimer,
+		Node: rt.n, act: a.act, rt: rt, ks: a.ks, turn: t}
 	if td.send != nil {
 		td.send(hc, a.state, td.Payload)
 	} else if td.req != nil {

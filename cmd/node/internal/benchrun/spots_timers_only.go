@@ -30,8 +30,13 @@ func init() {
 
 // timersProfile starts a CPU profile of the timers window into the file
 // ZLINK_TIMERS_PROFILE names (unset: none) and returns what ends it.
-func timersProfile() func() {
-	path := os.Getenv("ZLINK_TIMERS_PROFILE")
+func timersProfile() func() { return envProfile("ZLINK_TIMERS_PROFILE") }
+
+// envProfile starts a CPU profile into the file the environment variable
+// env names (unset: none) and returns what ends it; the end also writes
+// the allocations since the process started into file.allocs.
+func envProfile(env string) func() {
+	path := os.Getenv(env)
 	if path == "" {
 		return func() {}
 	}
