@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,18 +22,29 @@ import (
 // is for actors scheduled very often with little to do per schedule
 // (Spots running timer firings), whose schedules come in bursts: a burst
 // finds as many parked workers as the last one left, up to MaxIdle.
+//
+// Parked workers wait on channels of their own, in a stack: a schedule
+// takes the one parked last (its stack is the likeliest to be in cache)
+// and the janitor retires the ones parked longest. One channel shared by
+// every worker was a contended lock on two cores.
 type Pool struct {
 	throughput int
-	maxIdle    int32
+	maxIdle    int
 	idleFor    time.Duration
 
-	work    chan func() // unbuffered: a send succeeds only into a parked worker
-	quit    chan struct{}
-	closed  atomic.Bool
-	idle    atomic.Int32 // workers parked on work
-	low     atomic.Int32 // the fewest parked since the janitor's last tick
+	mu     sync.Mutex
+	parked []*poolWorker // a stack: the last parked on top
+	low    int           // the fewest parked since the janitor's last tick
+	closed bool
+	trims  bool // the janitor goroutine runs
+
 	workers atomic.Int32 // workers alive
-	janitor atomic.Bool  // the janitor goroutine runs
+	quit    chan struct{}
+}
+
+// poolWorker is one parked worker's mailbox slot.
+type poolWorker struct {
+	next chan func() // cap 1: the schedule it is handed, nil to exit
 }
 
 var _ actor.Dispatcher = (*Pool)(nil)
@@ -63,28 +75,41 @@ func NewPool(cfg PoolConfig) *Pool {
 	}
 	return &Pool{
 		throughput: cfg.Throughput,
-		maxIdle:    int32(cfg.MaxIdle),
+		maxIdle:    cfg.MaxIdle,
 		idleFor:    cfg.Idle,
-		work:       make(chan func()),
 		quit:       make(chan struct{}),
 	}
 }
 
-// Schedule runs fn on a parked worker, or on a new one when none is
-// parked (or the Pool is closed: then fn runs on a goroutine of its own).
+// Schedule runs fn on the worker parked last, or on a new one when none
+// is parked (or the Pool is closed: then fn runs on a goroutine of its
+// own).
 func (p *Pool) Schedule(fn func()) {
-	select {
-	case p.work <- fn:
+	p.mu.Lock()
+	if n := len(p.parked); n > 0 {
+		w := p.parked[n-1]
+		p.parked[n-1] = nil
+		p.parked = p.parked[:n-1]
+		p.low = min(p.low, n-1)
+		p.mu.Unlock()
+		w.next <- fn // cap 1, and nobody else sends to a worker taken off the stack
 		return
-	default:
 	}
-	if p.closed.Load() {
+	closed := p.closed
+	trim := !closed && !p.trims
+	if trim {
+		p.trims = true
+	}
+	if !closed {
+		p.workers.Add(1) // under mu: a janitor deciding to end sees it
+	}
+	p.mu.Unlock()
+	if closed {
 		go fn()
 		return
 	}
-	p.workers.Add(1)
 	go p.worker(fn)
-	if !p.janitor.Load() && p.janitor.CompareAndSwap(false, true) {
+	if trim {
 		go p.trim()
 	}
 }
@@ -100,62 +125,75 @@ func (p *Pool) Workers() int { return int(p.workers.Load()) }
 // mailbox is done; later schedules run on goroutines of their own. It is
 // idempotent.
 func (p *Pool) Close() {
-	if p.closed.CompareAndSwap(false, true) {
-		close(p.quit)
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	parked := p.parked
+	p.parked = nil
+	p.mu.Unlock()
+	close(p.quit)
+	for _, w := range parked {
+		w.next <- nil
 	}
 }
 
-// worker runs fn, then parks for the next mailbox; a nil fn from the
-// janitor ends it.
+// worker runs fn, then parks for the next mailbox; nil (the janitor,
+// Close) ends it.
 func (p *Pool) worker(fn func()) {
 	defer p.workers.Add(-1)
-	fn()
-	for {
-		if p.idle.Add(1) > p.maxIdle {
-			p.idle.Add(-1)
+	w := &poolWorker{next: make(chan func(), 1)}
+	for fn != nil {
+		fn()
+		p.mu.Lock()
+		if p.closed || len(p.parked) >= p.maxIdle {
+			p.mu.Unlock()
 			return
 		}
-		select {
-		case fn = <-p.work:
-			n := p.idle.Add(-1)
-			for l := p.low.Load(); n < l && !p.low.CompareAndSwap(l, n); l = p.low.Load() {
-			}
-			if fn == nil {
-				return
-			}
-			fn()
-		case <-p.quit:
-			p.idle.Add(-1)
-			return
-		}
+		p.parked = append(p.parked, w)
+		p.mu.Unlock()
+		fn = <-w.next
 	}
 }
 
 // trim is the janitor: every Idle period it ends as many parked workers
-// as stayed parked throughout the period. It runs while the Pool has
-// workers (Schedule starts it again).
+// as stayed parked throughout the period, the ones parked longest. It
+// runs while the Pool has workers (Schedule starts it again).
 func (p *Pool) trim() {
 	t := time.NewTicker(p.idleFor)
 	defer t.Stop()
-	p.low.Store(p.idle.Load())
+	p.mu.Lock()
+	p.low = len(p.parked)
+	p.mu.Unlock()
 	for {
 		select {
 		case <-p.quit:
 			return
 		case <-t.C:
 		}
-		for n := p.low.Swap(p.idle.Load()); n > 0; n-- {
-			select {
-			case p.work <- nil:
-			default:
-				n = 0
-			}
+		p.mu.Lock()
+		n := min(p.low, len(p.parked))
+		retire := append([]*poolWorker(nil), p.parked[:n]...)
+		m := copy(p.parked, p.parked[n:])
+		clear(p.parked[m:])
+		p.parked = p.parked[:m]
+		p.low = m
+		p.mu.Unlock()
+		for _, w := range retire {
+			w.next <- nil
 		}
 		if p.workers.Load() == 0 {
-			p.janitor.Store(false)
-			// A worker started since is the janitor's to trim unless its
-			// Schedule started another janitor.
-			if p.workers.Load() == 0 || !p.janitor.CompareAndSwap(false, true) {
+			p.mu.Lock()
+			// A worker started since is this janitor's to trim unless its
+			// Schedule saw the janitor gone.
+			done := p.workers.Load() == 0
+			if done {
+				p.trims = false
+			}
+			p.mu.Unlock()
+			if done {
 				return
 			}
 		}
