@@ -76,7 +76,6 @@ type Mailbox struct {
 
 	invoker    actor.MessageInvoker
 	dispatcher actor.Dispatcher
-	processFn  func() // m.process, made once (a method value per schedule allocates)
 }
 
 var _ actor.Mailbox = (*Mailbox)(nil)
@@ -146,7 +145,6 @@ func (m *Mailbox) PostSystemMessage(message any) {
 func (m *Mailbox) RegisterHandlers(invoker actor.MessageInvoker, dispatcher actor.Dispatcher) {
 	m.invoker = invoker
 	m.dispatcher = dispatcher
-	m.processFn = m.process
 }
 
 // Start does nothing: the mailbox has no middlewares.
@@ -160,7 +158,7 @@ func (m *Mailbox) schedule() {
 	// Load first: while the mailbox runs, producers only read the status
 	// word instead of contending for it.
 	if m.status.Load() == idle && m.status.CompareAndSwap(idle, running) {
-		m.dispatcher.Schedule(m.processFn)
+		m.dispatcher.Schedule(m.process)
 	}
 }
 
