@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/zlink-go/zlink/mailbox"
 )
 
 // Pool is an elastic pooled dispatcher: a protoactor actor.Dispatcher
@@ -44,10 +46,27 @@ type Pool struct {
 
 // poolWorker is one parked worker's mailbox slot.
 type poolWorker struct {
-	next chan func() // cap 1: the schedule it is handed, nil to exit
+	next chan poolTask // cap 1: the schedule it is handed, the zero task to exit
 }
 
-var _ actor.Dispatcher = (*Pool)(nil)
+// poolTask is one schedule: a func, or a mailbox's run (no func value).
+type poolTask struct {
+	fn func()
+	mb mailbox.Task
+}
+
+func (t poolTask) run() {
+	if t.mb != nil {
+		mailbox.RunTask(t.mb)
+		return
+	}
+	t.fn()
+}
+
+var (
+	_ actor.Dispatcher       = (*Pool)(nil)
+	_ mailbox.TaskDispatcher = (*Pool)(nil)
+)
 
 // PoolConfig configures a Pool; zero fields take the defaults.
 type PoolConfig struct {
@@ -84,7 +103,12 @@ func NewPool(cfg PoolConfig) *Pool {
 // Schedule runs fn on the worker parked last, or on a new one when none
 // is parked (or the Pool is closed: then fn runs on a goroutine of its
 // own).
-func (p *Pool) Schedule(fn func()) {
+func (p *Pool) Schedule(fn func()) { p.schedule(poolTask{fn: fn}) }
+
+// ScheduleTask is Schedule for a mailbox's run (mailbox.TaskDispatcher).
+func (p *Pool) ScheduleTask(t mailbox.Task) { p.schedule(poolTask{mb: t}) }
+
+func (p *Pool) schedule(task poolTask) {
 	p.mu.Lock()
 	if n := len(p.parked); n > 0 {
 		w := p.parked[n-1]
@@ -92,7 +116,7 @@ func (p *Pool) Schedule(fn func()) {
 		p.parked = p.parked[:n-1]
 		p.low = min(p.low, n-1)
 		p.mu.Unlock()
-		w.next <- fn // cap 1, and nobody else sends to a worker taken off the stack
+		w.next <- task // cap 1, and nobody else sends to a worker taken off the stack
 		return
 	}
 	closed := p.closed
@@ -105,10 +129,10 @@ func (p *Pool) Schedule(fn func()) {
 	}
 	p.mu.Unlock()
 	if closed {
-		go fn()
+		go task.run()
 		return
 	}
-	go p.worker(fn)
+	go p.worker(task)
 	if trim {
 		go p.trim()
 	}
@@ -136,17 +160,17 @@ func (p *Pool) Close() {
 	p.mu.Unlock()
 	close(p.quit)
 	for _, w := range parked {
-		w.next <- nil
+		w.next <- poolTask{}
 	}
 }
 
-// worker runs fn, then parks for the next mailbox; nil (the janitor,
-// Close) ends it.
-func (p *Pool) worker(fn func()) {
+// worker runs task, then parks for the next mailbox; the zero task
+// (the janitor, Close) ends it.
+func (p *Pool) worker(task poolTask) {
 	defer p.workers.Add(-1)
-	w := &poolWorker{next: make(chan func(), 1)}
-	for fn != nil {
-		fn()
+	w := &poolWorker{next: make(chan poolTask, 1)}
+	for task.fn != nil || task.mb != nil {
+		task.run()
 		p.mu.Lock()
 		if p.closed || len(p.parked) >= p.maxIdle {
 			p.mu.Unlock()
@@ -154,7 +178,7 @@ func (p *Pool) worker(fn func()) {
 		}
 		p.parked = append(p.parked, w)
 		p.mu.Unlock()
-		fn = <-w.next
+		task = <-w.next
 	}
 }
 
@@ -182,7 +206,7 @@ func (p *Pool) trim() {
 		p.low = m
 		p.mu.Unlock()
 		for _, w := range retire {
-			w.next <- nil
+			w.next <- poolTask{}
 		}
 		if p.workers.Load() == 0 {
 			p.mu.Lock()
