@@ -15,6 +15,11 @@
 // sent (the size wrapper is removed by the mailbox) plus protoactor's
 // lifecycle messages (*actor.Started, *actor.Stopping, ...).
 //
+// Pool is an elastic pooled dispatcher: an actor spawned with Spec.Pooled
+// runs its mailbox on a parked worker goroutine of the System's Pool (one
+// that kept its grown stack) instead of a new goroutine per schedule,
+// never queued behind a busy one.
+//
 // It owns the protoactor-go ActorSystem and the routing of its slog output
 // into zerolog. It must not know about the wire, meshes or Spots.
 package actors

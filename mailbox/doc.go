@@ -19,7 +19,9 @@
 // Quota is safe for concurrent use and never blocks. The mailbox's queues are
 // guarded by one leaf mutex; the consumer takes user messages in batches of
 // up to 64 per lock and checks the system queue before each message.
-// MessageBatch values are not unpacked.
+// MessageBatch values are not unpacked. A mailbox whose dispatcher is a
+// TaskDispatcher schedules its run as a Task (no func value allocated per
+// schedule).
 //
 // It implements protoactor-go's actor.Mailbox. It must not know about actors,
 // supervision, the wire or the mesh: it only queues, counts and refuses.
