@@ -19,6 +19,11 @@
 // answers later. One Context serves every message of an incarnation: the
 // adapter adds no allocation per message.
 //
+// Pool is an elastic pooled dispatcher: an actor spawned with Spec.Pooled
+// runs its mailbox on a parked worker goroutine of the System's Pool (one
+// that kept its grown stack) instead of a new goroutine per schedule,
+// never queued behind a busy one.
+//
 // It owns the protoactor-go ActorSystem and the routing of its slog output
 // into zerolog; no exported signature names a protoactor type (held by
 // TestLayering_NoProtoactorInPublicAPI). It must not know about the wire,

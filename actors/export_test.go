@@ -24,3 +24,14 @@ func StopChildrenNow(c *Context) {
 		c.pc.Stop(ch)
 	}
 }
+
+// Pool, NewPool and PoolConfig are the System's pooled dispatcher, for its
+// tests and benchmarks (not public API: actors use it through
+// Spec.Pooled).
+type (
+	Pool       = pool
+	PoolConfig = poolConfig
+)
+
+// NewPool makes a pooled dispatcher.
+func NewPool(cfg PoolConfig) *Pool { return newPool(cfg) }

@@ -59,6 +59,8 @@ type System struct {
 	// def is the strategy of every actor with a default supervisor Config,
 	// shared (it holds no per-child state).
 	def actor.SupervisorStrategy
+	// pool runs the mailboxes of actors spawned with Spec.Pooled.
+	pool *pool
 }
 
 // strategy returns the protoactor strategy for cfg (shared when default).
@@ -84,6 +86,7 @@ func NewSystem(cfg Config) *System {
 		reg:  supervisor.NewRegistry(),
 		log:  log,
 		refs: map[string]*Ref{},
+		pool: newPool(poolConfig{}),
 	}
 	s.top = pasupervisor.RootStrategy(cfg.TopLevel, s.reg)
 	s.def = pasupervisor.Strategy(supervisor.DefaultConfig(), s.reg)
@@ -120,6 +123,10 @@ type Spec struct {
 	// Fold shows this actor's children in tree snapshots as a count
 	// instead of one node each (a Spot kind may hold a million).
 	Fold bool
+	// Pooled runs the actor's mailbox on the System's worker Pool instead
+	// of a new goroutine per schedule: for actors scheduled very often
+	// with short turns (Spots running timer firings).
+	Pooled bool
 }
 
 func (sp Spec) validate() error {
@@ -227,6 +234,9 @@ func (s *System) spawn(parent actor.Context, parentPath string, spec Spec) (*Ref
 	if parent == nil {
 		opts = append(opts, actor.WithGuardian(s.top))
 	}
+	if spec.Pooled {
+		opts = append(opts, actor.WithDispatcher(s.pool))
+	}
 	producer := spec.Producer
 	props := actor.PropsFromProducer(func() actor.Actor {
 		return newCell(ref, producer())
@@ -277,6 +287,7 @@ func (s *System) Shutdown(ctx context.Context) error {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	defer s.pool.Close() // after the protoactor system stopped
 	defer s.as.Shutdown()
 
 	for {

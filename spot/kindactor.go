@@ -290,7 +290,7 @@ func (a *kindActor) spawn(c *actors.Context, id string, res claimResult) *activa
 	reg := a.ks.reg
 	ref, err := c.Spawn(actors.Spec{
 		Name: url.PathEscape(id), Kind: "spot", MaxMessages: reg.maxMessages, MaxBytes: reg.maxBytes,
-		Supervisor: supervisor.DefaultConfig(), Compact: true,
+		Supervisor: supervisor.DefaultConfig(), Compact: true, Pooled: true,
 		Producer: func() actors.Actor { return &spotActor{rt: rt, ks: a.ks, act: act} },
 	})
 	if err != nil {

@@ -3,6 +3,7 @@ package spot
 import (
 	"encoding/binary"
 	"fmt"
+	goruntime "runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +25,8 @@ const (
 	// tried again (one-shot timers; repeating ones fire at their next due
 	// time, the missed one merged).
 	timerRetry = 10 * time.Millisecond
+	// postBurst is how many firings the clock posts before it yields.
+	postBurst = 64
 )
 
 // Timer is one timer of a Spot: data, not a closure. Each firing is a
@@ -50,14 +53,46 @@ type Timer struct {
 // turns, one at a time).
 type timerData struct {
 	Timer
-	gen uint64
+	fire *timerFire
+	// The kind's handler for Packet, looked up once.
+	send sendFn
+	req  requestFn
 }
 
-// timerFire is one firing of a timer, posted into the Spot's mailbox by
-// the node's clock.
+// newTimerData is t with its firing message and handler.
+func newTimerData(reg *kindReg, t Timer, f *timerFire) *timerData {
+	td := &timerData{Timer: t, fire: f, send: reg.sends[t.Packet]}
+	if td.send == nil {
+		td.req = reg.requests[t.Packet]
+	}
+	f.td = td
+	return td
+}
+
+// replaceFire makes td's firings come from f; one of the old setting
+// still queued is stale.
+func (td *timerData) replaceFire(f *timerFire) {
+	td.fire.stale = true
+	td.fire, f.td = f, td
+}
+
+// timerFire is one setting of a timer (started, reset or restored) as the
+// node's clock posts it into the Spot's mailbox: the same message for
+// every firing of that setting, so a firing allocates nothing. At most
+// one is queued at a time (pending); a due time that finds it still
+// pending is merged, counted by the clock without a lock.
 type timerFire struct {
-	name string
-	gen  uint64
+	name    string
+	act     *activation
+	gen     uint64 // the schedule's generation of this setting
+	once    bool   // a one-shot timer: the schedule forgets it once taken
+	pending atomic.Bool
+	// Touched only by the Spot's turns: the timer it fires, whether that
+	// timer was cancelled or set again since, and the Context of its
+	// turns (one per timer, reused: a firing allocates none).
+	td    *timerData
+	stale bool
+	hc    Context
 }
 
 // Size is what a firing counts against the Spot's byte budget.
@@ -89,11 +124,14 @@ func (c *Context) StartTimer(t Timer) error {
 		return fmt.Errorf("%w: spot %s/%s holds %d timers already", ErrConfig, c.Kind, c.ID, MaxTimers)
 	}
 	t.Payload = append([]byte(nil), t.Payload...)
-	gen := c.rt.clock.set(a, t.Name, time.Now().Add(t.Due), t.Period)
+	f := c.rt.clock.set(a, t.Name, time.Now().Add(t.Due), t.Period)
 	if a.timers == nil {
 		a.timers = map[string]*timerData{}
 	}
-	a.timers[t.Name] = &timerData{Timer: t, gen: gen}
+	if old := a.timers[t.Name]; old != nil {
+		old.fire.stale = true
+	}
+	a.timers[t.Name] = newTimerData(reg, t, f)
 	return nil
 }
 
@@ -117,7 +155,7 @@ func (c *Context) ResetTimer(name string) bool {
 	if td == nil {
 		return false
 	}
-	td.gen = c.rt.clock.set(c.act, name, time.Now().Add(td.Due), td.Period)
+	td.replaceFire(c.rt.clock.set(c.act, name, time.Now().Add(td.Due), td.Period))
 	return true
 }
 
@@ -127,6 +165,8 @@ func (c *Context) CancelTimer(name string) bool {
 	if c == nil || c.act == nil || c.act.timers[name] == nil {
 		return false
 	}
+	td := c.act.timers[name]
+	td.fire.stale = true
 	delete(c.act.timers, name)
 	c.rt.clock.cancel(c.act, name)
 	return true
@@ -157,13 +197,14 @@ type TimerInfo struct {
 // clock is the node's one timer clock: the schedule of every active
 // Spot's timers (a pure machine behind a leaf mutex) and one goroutine
 // that sleeps until the earliest due time and posts each firing into its
-// Spot's mailbox.
+// Spot's mailbox. The schedule puts a repeating timer back itself, and a
+// firing's pending flag lives in its message: a repeating timer's turn
+// takes no lock.
 type timerClock struct {
 	rt      *runtime
 	mu      sync.Mutex
 	m       *timers.Machine
-	acts    map[uint64]*activation // activations holding timers
-	wake    chan struct{}          // cap 1: the earliest due time moved before sleepUntil
+	wake    chan struct{} // cap 1: the earliest due time moved before sleepUntil
 	running bool
 	// sleepUntil is when the clock's goroutine wakes next (zero: not
 	// before a change): a change earlier than that wakes it.
@@ -173,15 +214,15 @@ type timerClock struct {
 }
 
 func newClock(rt *runtime) *timerClock {
-	return &timerClock{rt: rt, m: timers.New(), acts: map[uint64]*activation{}, wake: make(chan struct{}, 1)}
+	return &timerClock{rt: rt, m: timers.New(), wake: make(chan struct{}, 1)}
 }
 
-// set schedules timer name of act and returns its generation; the clock's
-// goroutine starts with the first timer.
-func (k *timerClock) set(act *activation, name string, due time.Time, period time.Duration) uint64 {
+// set schedules timer name of act and returns the message its firings
+// post; the clock's goroutine starts with the first timer.
+func (k *timerClock) set(act *activation, name string, due time.Time, period time.Duration) *timerFire {
+	f := &timerFire{name: name, act: act, once: period <= 0}
 	k.mu.Lock()
-	gen := k.m.Set(timers.Key{Act: act.seq, Name: name}, due, period)
-	k.acts[act.seq] = act
+	f.gen = k.m.Set(timers.Key{Act: act.seq, Name: name}, due, period, f)
 	start := !k.running
 	k.running = true
 	wake := k.earlierLocked(due)
@@ -194,7 +235,7 @@ func (k *timerClock) set(act *activation, name string, due time.Time, period tim
 	if wake {
 		k.poke()
 	}
-	return gen
+	return f
 }
 
 // earlierLocked reports whether due comes before the time the clock's
@@ -224,7 +265,6 @@ func (k *timerClock) cancel(act *activation, name string) {
 func (k *timerClock) cancelAll(act *activation) {
 	k.mu.Lock()
 	k.m.CancelAll(act.seq)
-	delete(k.acts, act.seq)
 	k.mu.Unlock()
 }
 
@@ -239,34 +279,18 @@ func (k *timerClock) left(act *activation, name string, now time.Time) (time.Dur
 	return max(due.Sub(now), 0), true
 }
 
-// taken is the Spot's side of a firing: it reports the due times merged
-// into it, and false when the timer changed since (the firing is stale).
-// The clock is woken only when the timer's next due time comes before the
-// time it sleeps until.
-func (k *timerClock) taken(act *activation, name string, gen uint64) (int, bool) {
-	key := timers.Key{Act: act.seq, Name: name}
+// taken is the Spot's side of a firing, at the start of its turn: from
+// now a due time posts the timer again. A one-shot timer is forgotten by
+// the schedule; false means it changed since (the firing is stale).
+func (k *timerClock) taken(f *timerFire) bool {
+	f.pending.Store(false)
+	if !f.once {
+		return true // Tick has put it back already
+	}
 	k.mu.Lock()
-	merged, ok := k.m.Taken(key, gen, time.Now())
-	wake := false
-	if ok {
-		if due, _, _, still := k.m.Due(key); still {
-			wake = k.earlierLocked(due)
-		}
-	}
+	ok := k.m.Taken(timers.Key{Act: f.act.seq, Name: f.name}, f.gen)
 	k.mu.Unlock()
-	if ok {
-		k.merged.Add(uint64(merged))
-	}
-	if wake {
-		k.poke()
-	}
-	return merged, ok
-}
-
-// due is one firing with the activation it goes to.
-type due struct {
-	f   timers.Firing
-	act *activation
+	return ok
 }
 
 // run is the clock's goroutine: tick, post what is due, sleep until the
@@ -274,21 +298,23 @@ type due struct {
 func (k *timerClock) run() {
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
-	var batch []due
+	var fired []timers.Firing
 	for {
 		now := time.Now()
 		k.mu.Lock()
-		fired, next := k.m.Tick(now)
-		batch = batch[:0]
-		for _, f := range fired {
-			if act := k.acts[f.Key.Act]; act != nil {
-				batch = append(batch, due{f: f, act: act})
-			}
-		}
+		var next time.Time
+		fired, next = k.m.Tick(now, fired[:0])
 		k.sleepUntil = next
 		k.mu.Unlock()
-		for _, d := range batch {
-			k.post(d, now)
+		for i := range fired {
+			k.post(&fired[i], now)
+			fired[i].Tag = nil
+			if i%postBurst == postBurst-1 {
+				// Let the turns posted run before posting more: a
+				// mailbox scheduled waits for a worker goroutine, and
+				// thousands scheduled at once would need thousands.
+				goruntime.Gosched()
+			}
 		}
 		wait := time.Hour
 		if !next.IsZero() {
@@ -307,17 +333,27 @@ func (k *timerClock) run() {
 	}
 }
 
-// post hands one firing to its Spot; a full mailbox merges it into the
-// next due time (a one-shot timer is tried again shortly).
-func (k *timerClock) post(d due, now time.Time) {
-	f := d.f
-	k.merged.Add(uint64(f.Merged))
-	if d.act.ref.Tell(&timerFire{name: f.Key.Name, gen: f.Gen}) == nil {
+// post hands one firing to its Spot. A firing whose last one is still
+// pending is merged into it; one that finds the mailbox full is merged
+// into the next due time (a one-shot timer is tried again shortly).
+func (k *timerClock) post(d *timers.Firing, now time.Time) {
+	f := d.Tag.(*timerFire)
+	if !f.pending.CompareAndSwap(false, true) {
+		k.merged.Add(uint64(d.Merged) + 1)
 		return
 	}
+	k.merged.Add(uint64(d.Merged))
+	if f.act.ref.Tell(f) == nil {
+		return
+	}
+	f.pending.Store(false)
 	k.retried.Add(1)
+	if !f.once {
+		k.merged.Add(1)
+		return
+	}
 	k.mu.Lock()
-	k.m.Retry(f.Key, f.Gen, now.Add(timerRetry))
+	k.m.Retry(d.Key, d.Gen, now.Add(timerRetry))
 	wake := k.earlierLocked(now.Add(timerRetry))
 	k.mu.Unlock()
 	if wake {
@@ -329,15 +365,14 @@ func (k *timerClock) post(d due, now time.Time) {
 // handler for the timer's packet, with its payload. A stale firing (the
 // timer was cancelled or set again meanwhile) runs nothing.
 func (a *spotActor) fire(c *actors.Context, f *timerFire) {
-	td := a.act.timers[f.name]
-	if a.gone || td == nil || td.gen != f.gen {
+	if a.gone || f.stale {
 		return
 	}
-	rt, reg := a.rt, a.ks.reg
-	if _, ok := rt.clock.taken(a.act, f.name, f.gen); !ok {
+	td, rt, reg := f.td, a.rt, a.ks.reg
+	if !rt.clock.taken(f) {
 		return
 	}
-	if td.Period == 0 {
+	if f.once {
 		delete(a.act.timers, f.name)
 	}
 	now := time.Now()
@@ -354,14 +389,16 @@ func (a *spotActor) fire(c *actors.Context, f *timerFire) {
 	a.turns++
 	a.act.turn.Store(a.turns)
 	// A timer turn has no caller and no deadline of its own: the runtime's
-	// context (a timer per firing would cost more than the firing).
+	// context (a timer per firing would cost more than the firing). Its
+	// Context is the timer's own, filled as turnContext does.
 	t := a.enter()
-	hc := a.context(rt.base, "", nil, t)
-	hc.Source = SourceTimer
-	if fn := reg.sends[td.Packet]; fn != nil {
-		fn(hc, a.state, td.Payload)
-	} else if fn := reg.requests[td.Packet]; fn != nil {
-		_, _ = fn(hc, a.state, td.Payload) // nobody waits for the reply
+	hc := &f.hc
+	*hc = Context{Context: rt.base, Kind: reg.name, ID: a.act.id, Epoch: a.act.epoch, Source: SourceTimer,
+		Node: rt.n, act: a.act, rt: rt, ks: a.ks, turn: t}
+	if td.send != nil {
+		td.send(hc, a.state, td.Payload)
+	} else if td.req != nil {
+		_, _ = td.req(hc, a.state, td.Payload) // nobody waits for the reply
 	}
 	a.leave(c, t)
 	a.act.turn.Store(prev)
@@ -385,8 +422,11 @@ func (a *spotActor) restoreTimers(m *restoreTimers) {
 		if a.act.timers == nil {
 			a.act.timers = map[string]*timerData{}
 		}
-		gen := a.rt.clock.set(a.act, mt.Name, now.Add(mt.left), mt.Period)
-		a.act.timers[mt.Name] = &timerData{Timer: mt.Timer, gen: gen}
+		f := a.rt.clock.set(a.act, mt.Name, now.Add(mt.left), mt.Period)
+		if old := a.act.timers[mt.Name]; old != nil {
+			old.fire.stale = true
+		}
+		a.act.timers[mt.Name] = newTimerData(a.ks.reg, mt.Timer, f)
 	}
 }
 

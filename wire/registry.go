@@ -31,6 +31,9 @@ func (p Packet[Req, Resp]) EncodeRequest(v Req) ([]byte, error) { return encodeP
 // an error wrapping ErrBadPayload.
 func (p Packet[Req, Resp]) DecodeRequest(b []byte) (Req, error) {
 	var v Req
+	if isEmpty(&v, b) {
+		return v, nil
+	}
 	err := decodePayload(b, &v)
 	return v, err
 }
@@ -42,6 +45,9 @@ func (p Packet[Req, Resp]) EncodeReply(v Resp) ([]byte, error) { return encodePa
 // error wrapping ErrBadPayload.
 func (p Packet[Req, Resp]) DecodeReply(b []byte) (Resp, error) {
 	var v Resp
+	if isEmpty(&v, b) {
+		return v, nil
+	}
 	err := decodePayload(b, &v)
 	return v, err
 }
@@ -166,6 +172,13 @@ var decoderPool = sync.Pool{New: func() any {
 	d.dec.DisallowUnknownFields(true)
 	return d
 }}
+
+// isEmpty reports whether v is a *struct{} and b the empty map it is
+// encoded as: nothing to decode (a timer's tick, an empty reply).
+func isEmpty(v any, b []byte) bool {
+	_, ok := v.(*struct{})
+	return ok && len(b) == 1 && b[0] == 0x80
+}
 
 func decodePayload(b []byte, v any) error {
 	if err := ValidatePayload(b); err != nil {

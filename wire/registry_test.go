@@ -62,6 +62,35 @@ func TestPacket_TypedRoundTrip(t *testing.T) {
 	}
 }
 
+// An empty packet (struct{}) decodes what it encodes without the decoder,
+// and refuses anything else as before.
+func TestPacket_Empty(t *testing.T) {
+	p := NewPacket[struct{}, struct{}]("Empty")
+	b, err := p.EncodeRequest(struct{}{})
+	if err != nil || len(b) != 1 || b[0] != 0x80 {
+		t.Fatalf("struct{} encodes as % x (%v), want the empty map 80", b, err)
+	}
+	if _, err := p.DecodeRequest(b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.DecodeReply(b); err != nil {
+		t.Fatal(err)
+	}
+	for name, in := range map[string][]byte{
+		"empty":    nil,
+		"a field":  {0x81, 0xa1, 'x', 0x01},
+		"trailing": {0x80, 0xc0},
+		"not map":  {0x05},
+	} {
+		if _, err := p.DecodeRequest(in); !errors.Is(err, ErrBadPayload) {
+			t.Errorf("%s: err = %v, want ErrBadPayload", name, err)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { _, _ = p.DecodeRequest(b) }); n != 0 {
+		t.Errorf("%v allocations decoding an empty packet", n)
+	}
+}
+
 func TestRegistry(t *testing.T) {
 	r := NewRegistry()
 	if err := Register(r, joinPacket); err != nil {

@@ -162,8 +162,30 @@ func (m *Mailbox) schedule() {
 	// Load first: while the mailbox runs, producers only read the status
 	// word instead of contending for it.
 	if m.status.Load() == idle && m.status.CompareAndSwap(idle, running) {
-		m.dispatcher.Schedule(m.process)
+		if td, ok := m.dispatcher.(TaskDispatcher); ok {
+			td.ScheduleTask(m) // no method value to allocate per schedule
+		} else {
+			m.dispatcher.Schedule(m.process)
+		}
 	}
+}
+
+// Task is a mailbox's run as a TaskDispatcher takes it: an interface
+// value holding the mailbox, where a func() would be a method value
+// allocated per schedule. RunTask runs it.
+type Task interface{ runTask() }
+
+func (m *Mailbox) runTask() { m.process() }
+
+// RunTask runs t (on the goroutine a TaskDispatcher chose for it).
+func RunTask(t Task) { t.runTask() }
+
+// TaskDispatcher is a protoactor Dispatcher that also takes a mailbox's
+// run as a Task; a mailbox schedules itself with ScheduleTask when its
+// dispatcher has it.
+type TaskDispatcher interface {
+	actor.Dispatcher
+	ScheduleTask(t Task)
 }
 
 func (m *Mailbox) process() {

@@ -326,3 +326,33 @@ func TestMailbox_KeptBudgetIsLeftToTheKeeper(t *testing.T) {
 		t.Fatalf("after the keeper released: %+v", st)
 	}
 }
+
+// taskDispatcher runs tasks at once and counts how each kind of schedule
+// came.
+type taskDispatcher struct{ tasks, funcs int }
+
+func (d *taskDispatcher) Schedule(fn func()) { d.funcs++; fn() }
+func (d *taskDispatcher) Throughput() int    { return 300 }
+func (d *taskDispatcher) ScheduleTask(t Task) {
+	d.tasks++
+	RunTask(t)
+}
+
+// A mailbox whose dispatcher takes tasks schedules itself as one: no
+// method value allocated per schedule.
+func TestMailbox_SchedulesAsATask(t *testing.T) {
+	q := mailbox.NewQuota(0, 0)
+	m := Producer(q)().(*Mailbox)
+	inv := &recInvoker{q: q}
+	d := &taskDispatcher{}
+	m.RegisterHandlers(inv, d)
+	for i := range 3 {
+		m.PostSized(i, 1)
+	}
+	if d.tasks != 3 || d.funcs != 0 || len(inv.user) != 3 {
+		t.Fatalf("tasks %d, funcs %d, messages run %v", d.tasks, d.funcs, inv.user)
+	}
+	if n := testing.AllocsPerRun(100, func() { m.PostSized(0, 1) }); n != 0 {
+		t.Fatalf("%v allocations per post and run", n)
+	}
+}

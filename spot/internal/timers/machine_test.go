@@ -14,45 +14,43 @@ func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) 
 func TestMachine_OneShotFiresOnceAtItsDueTime(t *testing.T) {
 	m := New()
 	k := Key{Act: 1, Name: "a"}
-	gen := m.Set(k, at(100), 0)
-	if f, next := m.Tick(at(99)); len(f) != 0 || !next.Equal(at(100)) {
+	tag := new(int)
+	gen := m.Set(k, at(100), 0, tag)
+	if f, next := m.Tick(at(99), nil); len(f) != 0 || !next.Equal(at(100)) {
 		t.Fatalf("before due: %v next %v", f, next)
 	}
-	f, next := m.Tick(at(100))
-	if len(f) != 1 || f[0].Key != k || f[0].Gen != gen || !next.IsZero() {
+	f, next := m.Tick(at(100), nil)
+	if len(f) != 1 || f[0].Key != k || f[0].Gen != gen || f[0].Tag != tag || !next.IsZero() {
 		t.Fatalf("at due: %v next %v", f, next)
 	}
-	if merged, ok := m.Taken(k, gen, at(101)); !ok || merged != 0 || m.Len() != 0 {
-		t.Fatalf("taken: %d %v, %d left", merged, ok, m.Len())
+	if !m.Taken(k, gen) || m.Len() != 0 {
+		t.Fatalf("not taken, %d left", m.Len())
 	}
-	if f, _ := m.Tick(at(10_000)); len(f) != 0 {
+	if f, _ := m.Tick(at(10_000), nil); len(f) != 0 {
 		t.Fatalf("a one-shot timer fired again: %v", f)
 	}
 }
 
-func TestMachine_RepeatingIsFixedRateAndMergesWhatItMissed(t *testing.T) {
+func TestMachine_RepeatingIsFixedRateAndMergesAStall(t *testing.T) {
 	m := New()
 	k := Key{Act: 1, Name: "tick"}
-	gen := m.Set(k, at(50), 50*time.Millisecond)
-	f, next := m.Tick(at(60))
-	if len(f) != 1 || f[0].Merged != 0 || !next.IsZero() {
-		t.Fatalf("first: %v next %v (pending: nothing to tick for)", f, next)
+	gen := m.Set(k, at(50), 50*time.Millisecond, nil)
+	f, next := m.Tick(at(60), nil)
+	if len(f) != 1 || f[0].Merged != 0 || !next.Equal(at(100)) {
+		t.Fatalf("first: %v next %v (want it back at 100 at once)", f, next)
 	}
-	// Taken late, at 130: the due time 100 passed while pending.
-	if merged, ok := m.Taken(k, gen, at(130)); !ok || merged != 1 {
-		t.Fatalf("taken late: merged %d %v, want 1", merged, ok)
+	if m.Taken(k, gen) {
+		t.Fatal("a repeating timer was taken: Tick puts it back itself")
 	}
-	if due, _, _, _ := m.Due(k); !due.Equal(at(150)) {
-		t.Fatalf("next due %v, want on the grid at 150", due)
+	// Ticked late, at 130: the firing of 100.
+	if f, next = m.Tick(at(130), nil); len(f) != 1 || f[0].Merged != 0 || !next.Equal(at(150)) {
+		t.Fatalf("late: %v next %v, want one firing and 150 on the grid", f, next)
 	}
 	// A stall of the clock: ticked only at 420 — one firing standing
 	// for 150, 200, …, 400 (five).
-	f, _ = m.Tick(at(420))
+	f, _ = m.Tick(at(420), nil)
 	if len(f) != 1 || f[0].Merged != 5 {
 		t.Fatalf("after a stall: %v, want one firing merging 5", f)
-	}
-	if _, ok := m.Taken(k, gen, at(421)); !ok {
-		t.Fatal("not taken")
 	}
 	if due, _, _, _ := m.Due(k); !due.Equal(at(450)) {
 		t.Fatalf("next due %v, want 450", due)
@@ -62,30 +60,30 @@ func TestMachine_RepeatingIsFixedRateAndMergesWhatItMissed(t *testing.T) {
 func TestMachine_CancelReplaceAndRetry(t *testing.T) {
 	m := New()
 	k := Key{Act: 7, Name: "a"}
-	old := m.Set(k, at(10), 0)
-	f, _ := m.Tick(at(10))
+	old := m.Set(k, at(10), 0, nil)
+	f, _ := m.Tick(at(10), nil)
 	if len(f) != 1 {
 		t.Fatal("did not fire")
 	}
-	gen := m.Set(k, at(30), 0) // replaced while its firing was in flight
-	if _, ok := m.Taken(k, old, at(11)); ok {
+	gen := m.Set(k, at(30), 0, nil) // replaced while its firing was in flight
+	if m.Taken(k, old) {
 		t.Fatal("a stale firing was taken")
 	}
-	f, _ = m.Tick(at(30))
+	f, _ = m.Tick(at(30), nil)
 	if len(f) != 1 || f[0].Gen != gen {
 		t.Fatalf("replacement: %v", f)
 	}
 	if !m.Retry(k, gen, at(45)) { // the mailbox was full
 		t.Fatal("retry refused")
 	}
-	if f, next := m.Tick(at(44)); len(f) != 0 || !next.Equal(at(45)) {
+	if f, next := m.Tick(at(44), nil); len(f) != 0 || !next.Equal(at(45)) {
 		t.Fatalf("retry fired early: %v next %v", f, next)
 	}
-	if f, _ = m.Tick(at(45)); len(f) != 1 {
+	if f, _ = m.Tick(at(45), nil); len(f) != 1 {
 		t.Fatal("retry did not fire")
 	}
-	m.Set(Key{Act: 7, Name: "b"}, at(100), time.Second)
-	m.Set(Key{Act: 8, Name: "a"}, at(100), 0)
+	m.Set(Key{Act: 7, Name: "b"}, at(100), time.Second, nil)
+	m.Set(Key{Act: 8, Name: "a"}, at(100), 0, nil)
 	if n := m.CancelAll(7); n != 2 || m.Len() != 1 {
 		t.Fatalf("cancel all: %d, %d left", n, m.Len())
 	}
@@ -96,8 +94,9 @@ func TestMachine_CancelReplaceAndRetry(t *testing.T) {
 
 // The machine against a naive oracle under random schedules: no firing
 // before its due time or off a repeating timer's grid, none of a cancelled
-// or replaced generation, each due time fired or merged exactly once, and
-// Tick's next time the earliest due time of a timer that can fire.
+// or replaced generation, each due time of a repeating timer fired or
+// merged exactly once, and Tick's next time the earliest due time of a
+// timer that can fire.
 func TestMachine_MatchesOracle(t *testing.T) {
 	type timer struct {
 		gen     uint64
@@ -119,7 +118,7 @@ func TestMachine_MatchesOracle(t *testing.T) {
 			case 0:
 				d := time.Duration(rapid.IntRange(0, 200).Draw(t, "due")) * time.Millisecond
 				p := time.Duration(rapid.IntRange(0, 3).Draw(t, "period")*25) * time.Millisecond
-				gen := m.Set(k, now.Add(d), p)
+				gen := m.Set(k, now.Add(d), p, nil)
 				oracle[k] = &timer{gen: gen, first: now.Add(d), period: p, nextDue: now.Add(d)}
 			case 1:
 				if m.Cancel(k) != (oracle[k] != nil) {
@@ -128,7 +127,7 @@ func TestMachine_MatchesOracle(t *testing.T) {
 				delete(oracle, k)
 			case 2, 3:
 				now = now.Add(time.Duration(rapid.IntRange(0, 120).Draw(t, "advance")) * time.Millisecond)
-				fired, next := m.Tick(now)
+				fired, next := m.Tick(now, nil)
 				for _, f := range fired {
 					o := oracle[f.Key]
 					if o == nil || o.gen != f.Gen || o.pending {
@@ -137,15 +136,20 @@ func TestMachine_MatchesOracle(t *testing.T) {
 					if o.nextDue.After(now) {
 						t.Fatalf("%v fired at %v before its due time %v", f.Key, now, o.nextDue)
 					}
-					o.pending = true
 					o.covered += 1 + f.Merged
-					if o.period > 0 {
-						o.nextDue = o.nextDue.Add(time.Duration(1+f.Merged) * o.period)
-						if !o.nextDue.After(now) {
-							t.Fatalf("%v: next due %v not after now %v", f.Key, o.nextDue, now)
-						}
+					if o.period == 0 {
+						o.pending = true
+						inflight = append(inflight, f)
+						continue
 					}
-					inflight = append(inflight, f)
+					o.nextDue = o.nextDue.Add(time.Duration(1+f.Merged) * o.period)
+					if !o.nextDue.After(now) {
+						t.Fatalf("%v: next due %v not after now %v", f.Key, o.nextDue, now)
+					}
+					// Every due time from the first up to now was fired or merged once.
+					if want := int(now.Sub(o.first)/o.period) + 1; o.covered != want {
+						t.Fatalf("%v: %d due times covered by %v, want %d", f.Key, o.covered, now, want)
+					}
 				}
 				var want time.Time
 				for _, o := range oracle {
@@ -163,27 +167,12 @@ func TestMachine_MatchesOracle(t *testing.T) {
 				f := inflight[0]
 				inflight = inflight[1:]
 				o := oracle[f.Key]
-				merged, ok := m.Taken(f.Key, f.Gen, now)
+				ok := m.Taken(f.Key, f.Gen)
 				if ok != (o != nil && o.gen == f.Gen) {
 					t.Fatalf("taken %v gen %d: %v, oracle %+v", f.Key, f.Gen, ok, o)
 				}
-				if !ok {
-					continue
-				}
-				o.pending = false
-				if o.period == 0 {
+				if ok {
 					delete(oracle, f.Key)
-					continue
-				}
-				if !o.nextDue.After(now) {
-					k := int(now.Sub(o.nextDue)/o.period) + 1
-					o.nextDue = o.nextDue.Add(time.Duration(k) * o.period)
-				}
-				o.covered += merged
-				// Every due time from the first up to now was fired or merged once.
-				want := int(now.Sub(o.first)/o.period) + 1
-				if o.covered != want {
-					t.Fatalf("%v: %d due times covered by %v, want %d", f.Key, o.covered, now, want)
 				}
 			}
 		}

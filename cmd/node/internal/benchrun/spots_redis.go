@@ -134,6 +134,8 @@ func runSpotsRedis(ctx context.Context, w io.Writer, plan spotsRedisPlan) (spots
 		"persistent kind %s (state read at activation, saved at deactivation), payload %d B, GOMAXPROCS=%d\n",
 		plan.servers, addr, spotsRedisKind, spotsPayloadSize, runtime.GOMAXPROCS(0))
 	var rates []float64
+	stopProfile := envProfile("ZLINK_SPOTS_REDIS_PROFILE")
+	defer stopProfile()
 	for r := range plan.rounds {
 		before, err := locationtest.ReadLoad(addr)
 		if err != nil {

@@ -95,12 +95,15 @@ func spotsTimers(ctx context.Context, w io.Writer, plan spotsPlan) error {
 	st0, _ := spot.StatsOf(n)
 	cpu0 := cmpProcessCPU()
 	counting.Store(true)
+	stopProfile := timersProfile()
 	window := time.NewTimer(plan.timerWindow)
 	select {
 	case <-ctx.Done():
+		stopProfile()
 		return ctx.Err()
 	case <-window.C:
 	}
+	stopProfile()
 	counting.Store(false)
 	cpu := cmpProcessCPU() - cpu0
 	st1, _ := spot.StatsOf(n)
