@@ -10,7 +10,7 @@ import (
 	"github.com/zlink-go/zlink/internal/pamailbox"
 )
 
-// Pool is an elastic pooled dispatcher: a protoactor actor.Dispatcher
+// pool is an elastic pooled dispatcher: a protoactor actor.Dispatcher
 // that runs each scheduled mailbox on a worker goroutine kept from an
 // earlier schedule when one is parked, and on a new goroutine otherwise —
 // never queued behind a busy worker, so a turn that blocks holds back
@@ -64,11 +64,11 @@ func (t poolTask) run() {
 }
 
 var (
-	_ actor.Dispatcher           = (*pool)(nil)
+	_ actor.Dispatcher         = (*pool)(nil)
 	_ pamailbox.TaskDispatcher = (*pool)(nil)
 )
 
-// PoolConfig configures a Pool; zero fields take the defaults.
+// poolConfig configures a pool; zero fields take the defaults.
 type poolConfig struct {
 	// Throughput is how many messages a mailbox runs before it yields the
 	// processor (protoactor's Dispatcher.Throughput). Default 300, as
@@ -81,7 +81,7 @@ type poolConfig struct {
 	Idle time.Duration
 }
 
-// NewPool returns a Pool; Close it when its actors are gone.
+// newPool returns a pool; Close it when its actors are gone.
 func newPool(cfg poolConfig) *pool {
 	if cfg.Throughput <= 0 {
 		cfg.Throughput = 300

@@ -19,8 +19,8 @@
 // answers later. One Context serves every message of an incarnation: the
 // adapter adds no allocation per message.
 //
-// Pool is an elastic pooled dispatcher: an actor spawned with Spec.Pooled
-// runs its mailbox on a parked worker goroutine of the System's Pool (one
+// An actor spawned with Spec.Pooled runs its mailbox on the System's
+// elastic pooled dispatcher: on a parked worker goroutine (one
 // that kept its grown stack) instead of a new goroutine per schedule,
 // never queued behind a busy one.
 //
