@@ -36,7 +36,7 @@ type activation struct {
 	calls   uint64
 	waiting []uint64
 
-	re reentry // reentrant kinds: the turn stack and what waits for it
+	re *reentry // reentrant kinds only (nil otherwise): the turn stack and what waits for it
 
 	// timers are the Spot's timers, touched only by its turns (one at a
 	// time) and, before the first turn of an adopted activation, by the

@@ -283,6 +283,9 @@ func (a *kindActor) onClaimed(c *actors.Context, msg *claimed) {
 func (a *kindActor) spawn(c *actors.Context, id string, res claimResult) *activation {
 	rt := a.rt
 	act := &activation{id: id, seq: rt.actSeq.Add(1), gen: res.gen, epoch: res.epoch}
+	if a.ks.reg.reentrant {
+		act.re = &reentry{}
+	}
 	if res.inc != "" {
 		act.inc = rt.incs.attach(res.inc, a.ks.reg.name, id, res.sent)
 	}

@@ -168,7 +168,7 @@ func awaitCall(ctx context.Context, c *Context, start func(func(routemesh.Reply)
 // serveReentry runs, one after the other, the deliveries c's turn may take
 // now, and returns the channel that tells of the next change.
 func (c *Context) serveReentry() <-chan struct{} {
-	re := &c.act.re
+	re := c.act.re
 	for {
 		d, t, run, wake := re.take(c.turn)
 		if d == nil {
