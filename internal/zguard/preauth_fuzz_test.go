@@ -1,11 +1,15 @@
 package zguard
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/go-zeromq/zmq4"
 
 	"github.com/zlink-go/zlink/internal/zguard/tlstest"
 )
@@ -124,10 +128,48 @@ func FuzzListenerPreHandshake(f *testing.F) {
 			t.Fatalf("%q (cuts %v, ending %d, TLS %v) closed with an untyped reason: %v", data, cuts, ending, tlsOn, reason)
 		}
 		// Its slot is free: a real peer from the same source gets the only one.
-		id := fmt.Sprintf("good-%d", seq.Add(1))
-		d := newDealer(t, s.dealer, id, s.addr)
-		_ = d.Close()
+		goodPeer(t, s.rec, s.dealer, s.addr, fmt.Sprintf("good-%d", seq.Add(1)))
 	})
+}
+
+// goodPeer dials a real peer that must get the listener's only pending
+// slot. A refusal for want of a slot fails the test; a dial that lost only
+// a race with the listener's first-byte or handshake timeout (a loaded
+// machine stalled the peer past them) is tried again, a few times.
+func goodPeer(t *testing.T, rec *recorder, cfg Config, addr, id string) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		closedBefore, _ := rec.snapshot()
+		d := zmq4.NewDealer(WithConfig(context.Background(), cfg), zmq4.WithID(zmq4.SocketIdentity(id)),
+			zmq4.WithDialerMaxRetries(0), zmq4.WithLogger(discardLogger()))
+		err := d.Dial(Scheme + "://" + addr)
+		_ = d.Close()
+		if err == nil {
+			return
+		}
+		// The failed connection's close says why (the fuzz case's is
+		// already recorded; a slow close of an earlier good peer may come
+		// first, so look for the reason that decides).
+		var why error
+		rec.waitFor(t, "the close of "+id+"'s failed dial", func(closed, _ []ConnEvent) bool {
+			for _, ev := range closed[len(closedBefore):] {
+				switch {
+				case errors.Is(ev.Reason, ErrTooManyPending), errors.Is(ev.Reason, ErrTooManyFromSource):
+					why = ev.Reason
+					return true
+				case errors.Is(ev.Reason, ErrHandshakeTimeout):
+					return true
+				}
+			}
+			return false
+		})
+		if why != nil {
+			t.Fatalf("dial %s: %v: the listener refused it a slot: %v", id, err, why)
+		}
+		if attempt == 5 {
+			t.Fatalf("dial %s: %v (the listener's timeouts beat it %d times)", id, err, attempt)
+		}
+	}
 }
 
 // stagedGreeting sends data's greeting as libzmq does, in stages: the
