@@ -141,13 +141,18 @@ func (r *Redis) Close() error {
 	return nil
 }
 
-// opCtx bounds an operation: a ctx without deadline gets cfg.OpTimeout.
+// opCtx bounds an operation: a ctx without deadline gets cfg.OpTimeout;
+// one with a deadline is used as it is (a context of its own would cost
+// an allocation and a registration with its parent per store step, and
+// the command ends when it returns anyway).
 func (r *Redis) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	if _, ok := ctx.Deadline(); ok {
-		return context.WithCancel(ctx)
+		return ctx, noCancel
 	}
 	return context.WithTimeout(ctx, r.cfg.OpTimeout)
 }
+
+func noCancel() {}
 
 func (r *Redis) closedNow() bool { return r.closed.Load() }
 
