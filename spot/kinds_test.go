@@ -410,16 +410,18 @@ func TestKinds_NotHostedRefreshesOnceThenNoTarget(t *testing.T) {
 		t.Fatalf("p answered %d async calls \"not hosted\", want 2 for each of %d", asked, len(failed))
 	}
 
-	// The true descriptor back: the client's listing still has the forged
-	// one, so its next call is answered "not hosted" once, then the fresh
-	// listing sends it to b.
+	// The true descriptor back: while the client's listing still has the
+	// forged one, its next call is answered "not hosted" once, then the
+	// fresh listing sends it to b. (The store's change push may bring the
+	// client the true descriptor before that call: then p is not asked at
+	// all. Either way p answers at most once and the room lands on b.)
 	if err := store.PutDescriptor(ctx, truth, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	before = notHosted(t, p)
 	v, owner := addTo(t, cl, "room", failed[0], 1)
-	if asked := notHosted(t, p) - before; v != 1 || owner != b.RID() || asked != 1 {
-		t.Fatalf("%s with a stale listing: %d on %s, p answered %d times; want 1 on b after one answer", failed[0], v, owner, asked)
+	if asked := notHosted(t, p) - before; v != 1 || owner != b.RID() || asked > 1 {
+		t.Fatalf("%s with a stale listing: %d on %s, p answered %d times; want 1 on b after at most one answer", failed[0], v, owner, asked)
 	}
 }
 
