@@ -5,7 +5,7 @@ import "github.com/zlink-go/zlink/wire"
 // batcher decides what a pipe writer sends next: a raw frame alone, or
 // which of the envelopes taken from the lanes go into the next Batch
 // frame. It is a plain value — no lock, no clock, no goroutine, no I/O:
-// the writer (pipe.go) takes the lanes under its mutex and hands them to
+// the writer (writer.go) takes the lanes under its mutex and hands them to
 // refill, asks fill, yield and seal what to do, and writes what they
 // give it.
 //

@@ -229,7 +229,7 @@ func (r *Reader) Bool() bool {
 	return false
 }
 
-// strBytes reads a msgpack str and returns its bytes, aliasing the input.
+// StrBytes reads a msgpack str and returns its bytes, aliasing the input.
 func (r *Reader) StrBytes() []byte {
 	c, ok := r.Byte()
 	if !ok {
@@ -257,7 +257,7 @@ func (r *Reader) StrBytes() []byte {
 // Str reads a msgpack str as a Go string (a copy).
 func (r *Reader) Str() string { return string(r.StrBytes()) }
 
-// binBytes reads msgpack bin (str is accepted too) aliasing the input; a
+// BinBytes reads msgpack bin (str is accepted too) aliasing the input; a
 // msgpack nil returns nil, an empty bin a non-nil empty slice.
 func (r *Reader) BinBytes() []byte {
 	if r.PeekNil() {
@@ -286,7 +286,7 @@ func (r *Reader) BinBytes() []byte {
 	return p
 }
 
-// fixedBin reads a bin of exactly len(dst) bytes into dst.
+// FixedBin reads a bin of exactly len(dst) bytes into dst.
 func (r *Reader) FixedBin(dst []byte) {
 	p := r.BinBytes()
 	if r.Err != nil {
