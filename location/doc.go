@@ -21,8 +21,9 @@
 // # One validating wrapper
 //
 // Memory and Redis share one opening for every Store method (and those of
-// SpotReminders and SpotClaimReader): an unexported wrapper, embedded by
-// NewMemory and NewRedis, checks the arguments (names, sizes, TTLs, owners,
+// SpotReminders, SpotClaimReader and SpotStateClaimer): an unexported
+// wrapper, embedded by NewMemory and NewRedis, checks the arguments
+// (names, sizes, TTLs, owners,
 // epochs: ErrInvalid; a RID no descriptor can have: ErrNotFound), then the
 // ctx (its own error) and then Close (ErrClosed), in that order, and only
 // then calls the implementation, which trusts its input. A refused call

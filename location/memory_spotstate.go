@@ -53,3 +53,21 @@ func (m *Memory) spotRecordAndStateEpoch(ctx context.Context, mesh, kind, id str
 	defer m.mu.Unlock()
 	return m.recordLocked(spot), m.states[spotKey{mesh, kind, id}].Epoch, nil
 }
+
+// claimSpotWithState is SpotStateClaimer.ClaimSpotWithState behind
+// validated: the claim and the state read under one hold of the lock.
+func (m *Memory) claimSpotWithState(ctx context.Context, expect, next Ownership) (ClaimedSpot, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if cur := m.recordLocked(next); cur != expect {
+		return ClaimedSpot{Record: cur, Incarnation: m.inc}, fenced(cur, expect)
+	}
+	k := spotKey{next.Mesh, next.Kind, next.ID}
+	m.spots[k] = next
+	c := ClaimedSpot{Record: next, Incarnation: m.inc}
+	if st, ok := m.states[k]; ok {
+		st.Data = append([]byte(nil), st.Data...)
+		c.Found, c.State = true, st
+	}
+	return c, nil
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -70,6 +71,7 @@ func NewRedis(ctx context.Context, cfg RedisConfig) (*Redis, error) {
 		Dialer:           net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: idleCheck},
 		ConnWriteTimeout: cfg.OpTimeout,
 		DisableCache:     true,
+		MaxFlushDelay:    expFlush(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("zlink: connect redis %s%s: %w%s", cfg.Addr, overTLS(cfg), err, dialHint(cfg, err))
@@ -234,3 +236,5 @@ func publisherAt(channel, rid, gen, blob string) (Publisher, error) {
 	}
 	return p, nil
 }
+
+func expFlush() time.Duration { d, _ := time.ParseDuration(os.Getenv("XFLUSH")); return d }

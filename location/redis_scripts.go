@@ -229,6 +229,31 @@ redis.call('HSET', KEYS[1], 'owner', ARGV[4], 'gen', ARGV[5], 'epoch', ARGV[6])
 return {'done', ARGV[4], ARGV[5], ARGV[6]}
 `)
 
+// spotClaimStateScript is spotCASIncScript that, when it wrote, also
+// reads the Spot's state as spotStateGetScript does: KEYS[1] spot record,
+// KEYS[2] its state (the same hash tag); ARGV 1-6 as spotCASScript, 7 max
+// data bytes. Returns spotCASIncScript's five fields, then, when done, the
+// state's: {'none'}, {'corrupt'}, {'ok', version, epoch, data} or {'big',
+// version, epoch, size}. The state cannot change between the write and
+// the read of one script, nor after it but by the new owner (a state write
+// compares the record).
+var spotClaimStateScript = newLuaScript(luaSpotRecord + luaRunID + `
+local st, owner, gen, epoch = spotrec(KEYS[1])
+if st == 'corrupt' then return {st, owner, gen, epoch, runid()} end
+if owner ~= ARGV[1] or gen ~= ARGV[2] or epoch ~= ARGV[3] then return {'fenced', owner, gen, epoch, runid()} end
+redis.call('HSET', KEYS[1], 'owner', ARGV[4], 'gen', ARGV[5], 'epoch', ARGV[6])
+local r = {'done', ARGV[4], ARGV[5], ARGV[6], runid()}
+if redis.call('EXISTS', KEYS[2]) == 0 then r[6] = 'none' return r end
+local n = redis.pcall('HSTRLEN', KEYS[2], 'd')
+if type(n) ~= 'number' then r[6] = 'corrupt' return r end
+if n == 0 and redis.call('HEXISTS', KEYS[2], 'd') == 0 then r[6] = 'none' return r end
+local rec = redis.call('HMGET', KEYS[2], 'v', 'epoch')
+r[7], r[8] = clip(rec[1] or '', 24), clip(rec[2] or '', 24)
+if n > tonumber(ARGV[7]) then r[6], r[9] = 'big', tostring(n) return r end
+r[6], r[9] = 'ok', redis.call('HGET', KEYS[2], 'd')
+return r
+`)
+
 // KEYS[1] spot state. ARGV: 1 max data bytes. The data's size is checked
 // here, before it is read, so an oversized value never leaves Redis.
 // Returns {} when there is no state (no key, or no data field), {'ok',

@@ -47,6 +47,19 @@ func TestRedis_OversizedSpotStateIsNotRead(t *testing.T) {
 		t.Fatalf("reading the epoch allocated %d bytes", n)
 	}
 
+	// A claim that takes the state with it does not read it either: the
+	// claim stands, the state is ErrCorrupt.
+	var claimed location.ClaimedSpot
+	n = alloc(func() {
+		claimed, err = e.store.ClaimSpotWithState(e.ctx, spotAt("big", "", 0, 0), spotAt("big", "a", 1, 8))
+	})
+	if err != nil || claimed.Found || !errors.Is(claimed.StateErr, location.ErrCorrupt) {
+		t.Fatalf("claim with a %d-byte state: %+v %v, want the claim with ErrCorrupt for the state", size, claimed, err)
+	}
+	if n > size/8 {
+		t.Fatalf("claiming with a big state allocated %d bytes", n)
+	}
+
 	// At the limit it is read whole.
 	at := stateKey("at-limit")
 	e.do(e.raw.B().Hset().Key(at).FieldValue().FieldValue("v", "2").FieldValue("epoch", "3").
@@ -54,6 +67,10 @@ func TestRedis_OversizedSpotStateIsNotRead(t *testing.T) {
 	st, err := e.store.GetSpotState(e.ctx, "m", "room", "at-limit")
 	if err != nil || len(st.Data) != location.MaxSpotState || st.Version != 2 || st.Epoch != 3 {
 		t.Fatalf("a state of exactly MaxSpotState: %d bytes v%d e%d %v", len(st.Data), st.Version, st.Epoch, err)
+	}
+	claimed, err = e.store.ClaimSpotWithState(e.ctx, spotAt("at-limit", "", 0, 0), spotAt("at-limit", "a", 1, 4))
+	if err != nil || !claimed.Found || claimed.StateErr != nil || len(claimed.State.Data) != location.MaxSpotState {
+		t.Fatalf("claim with a state of exactly MaxSpotState: %d bytes found=%v %v %v", len(claimed.State.Data), claimed.Found, claimed.StateErr, err)
 	}
 }
 
@@ -91,6 +108,13 @@ func TestRedis_CorruptSpotState(t *testing.T) {
 			// What a claim reads: the record with the state's epoch, the
 			// same verdict on the state as the epoch read.
 			_, ve, verr := e.store.SpotRecordAndStateEpoch(e.ctx, "m", "room", id)
+			// A claim that takes the state: the claim stands, the state
+			// is none or ErrCorrupt as a full read says.
+			claimed, cerr := e.store.ClaimSpotWithState(e.ctx, spotAt(id, "", 0, 0), spotAt(id, "a", 1, 9))
+			if cerr != nil || claimed.Found || (tc.notFound != (claimed.StateErr == nil)) ||
+				(!tc.notFound && !errors.Is(claimed.StateErr, location.ErrCorrupt)) {
+				t.Fatalf("claim with the state: %+v %v", claimed, cerr)
+			}
 			switch {
 			case tc.notFound:
 				if !errors.Is(err, location.ErrNotFound) || !errors.Is(eerr, location.ErrNotFound) || verr != nil || ve != 0 {
@@ -111,4 +135,9 @@ func TestRedis_CorruptSpotState(t *testing.T) {
 			}
 		})
 	}
+}
+
+// spotAt is the ownership record of m/room/id (no owner: gen 0).
+func spotAt(id, owner string, gen, epoch uint64) location.Ownership {
+	return location.Ownership{Mesh: "m", Kind: "room", ID: id, OwnerRID: owner, OwnerGeneration: gen, Epoch: epoch}
 }

@@ -54,6 +54,34 @@ type SpotClaimReader interface {
 	SpotRecordAndStateEpoch(ctx context.Context, mesh, kind, id string) (Ownership, uint64, error)
 }
 
+// SpotStateClaimer is implemented by a store that keeps Spot states beside
+// their ownership records (Memory, Redis: under the record's hash tag): a
+// claim of a persistent Spot takes the state with its compare-and-set, so
+// the activation needs no read of its own.
+type SpotStateClaimer interface {
+	// ClaimSpotWithState is SpotDirectory.ClaimSpotIn that, when the
+	// write is done, also reads the Spot's persisted state as it is after
+	// the write — from then on only the new owner can change it, so this
+	// is the state a GetSpotState right after the claim would return. On
+	// ErrFenced the result's Record is the current record and no state is
+	// read.
+	ClaimSpotWithState(ctx context.Context, expect, next Ownership) (ClaimedSpot, error)
+}
+
+// ClaimedSpot is the result of SpotStateClaimer.ClaimSpotWithState.
+type ClaimedSpot struct {
+	Record      Ownership // the record written (with ErrFenced: the current one)
+	Incarnation string    // as ClaimSpotIn returns it
+	// Found says a state exists: State holds it. Without one (and without
+	// StateErr) the Spot has none yet.
+	Found bool
+	State SpotState
+	// StateErr is set when a state exists but was not taken: ErrCorrupt
+	// (not a hash, a bad field, or larger than MaxSpotState; reported as
+	// GetSpotState reports it). The claim stands either way.
+	StateErr error
+}
+
 func validState(o Ownership, st SpotState) error {
 	if err := o.validateOwner(); err != nil {
 		return err
@@ -181,6 +209,53 @@ func (r *Redis) spotRecordAndStateEpoch(ctx context.Context, mesh, kind, id stri
 	}
 	return cur, e, nil
 }
+
+// claimSpotWithState is SpotStateClaimer.ClaimSpotWithState behind
+// validated: one script on the Spot's hash tag (spotClaimStateScript).
+func (r *Redis) claimSpotWithState(ctx context.Context, expect, next Ownership) (ClaimedSpot, error) {
+	ctx, cancel := r.opCtx(ctx)
+	defer cancel()
+	stKey := r.spotStateKey(next.Mesh, next.Kind, next.ID)
+	res, confirm := r.spotExec(ctx, spotClaimStateScript, []string{r.spotKey(next.Mesh, next.Kind, next.ID), stKey}, []string{
+		expect.OwnerRID, genField(expect.OwnerGeneration), u64(expect.Epoch),
+		next.OwnerRID, genField(next.OwnerGeneration), u64(next.Epoch),
+		maxSpotStateArg,
+	})
+	reply, err := res.AsStrSlice()
+	if err != nil {
+		return ClaimedSpot{}, r.wrap("claim spot", err)
+	}
+	if len(reply) < 5 {
+		return ClaimedSpot{}, fmt.Errorf("zlink: redis claim spot: reply of %d fields", len(reply))
+	}
+	st, cur, err := r.spotReply(next, reply[:4])
+	if err != nil {
+		return ClaimedSpot{}, err
+	}
+	c := ClaimedSpot{Record: cur, Incarnation: reply[4]}
+	switch {
+	case st == "fenced":
+		return c, fenced(cur, expect)
+	case st != "done":
+		return ClaimedSpot{}, fmt.Errorf("zlink: redis claim spot: reply %.32q", st)
+	case confirm != nil:
+		return ClaimedSpot{}, r.unconfirmed(fmt.Sprintf("claim spot %s/%s in mesh %q (%s)", next.Kind, next.ID, next.Mesh, holderString(next)), confirm)
+	case len(reply) == 6 && reply[5] == "none":
+		return c, nil
+	}
+	c.State, c.StateErr = parseSpotState(reply[5:])
+	if c.StateErr != nil {
+		c.StateErr = corruptf("state of spot %s/%s: %w", next.Kind, next.ID, c.StateErr)
+		r.corrupt.report(r.cfg.Logger, stKey, c.StateErr)
+		c.State = SpotState{}
+		return c, nil
+	}
+	c.Found = true
+	return c, nil
+}
+
+// maxSpotStateArg is MaxSpotState as a script argument.
+var maxSpotStateArg = strconv.Itoa(MaxSpotState)
 
 // parseSpotState decodes spotStateGetScript's reply for an existing state.
 func parseSpotState(f []string) (SpotState, error) {

@@ -51,6 +51,7 @@ type backend interface {
 	getSpotState(ctx context.Context, mesh, kind, id string) (SpotState, error)
 	spotStateEpoch(ctx context.Context, mesh, kind, id string) (uint64, error)
 	spotRecordAndStateEpoch(ctx context.Context, mesh, kind, id string) (Ownership, uint64, error)
+	claimSpotWithState(ctx context.Context, expect, next Ownership) (ClaimedSpot, error)
 
 	putReminder(ctx context.Context, spot Ownership, r Reminder) (Reminder, error)
 	deleteReminder(ctx context.Context, spot Ownership, name string) (bool, error)
@@ -303,6 +304,14 @@ func (v *validated) SpotRecordAndStateEpoch(ctx context.Context, mesh, kind, id 
 		return Ownership{}, 0, err
 	}
 	return v.b.spotRecordAndStateEpoch(ctx, mesh, kind, id)
+}
+
+// ClaimSpotWithState implements SpotStateClaimer.
+func (v *validated) ClaimSpotWithState(ctx context.Context, expect, next Ownership) (ClaimedSpot, error) {
+	if err := v.open(ctx, validClaim(expect, next)); err != nil {
+		return ClaimedSpot{}, err
+	}
+	return v.b.claimSpotWithState(ctx, expect, next)
 }
 
 // PutReminder implements SpotReminders.

@@ -73,6 +73,10 @@ func storeCalls(v validated, ctx context.Context, bad bool) map[string]func() er
 			_, _, err := v.SpotRecordAndStateEpoch(ctx, mesh, kind, id)
 			return err
 		},
+		"ClaimSpotWithState": func() error {
+			_, err := v.ClaimSpotWithState(ctx, expect, o)
+			return err
+		},
 		"PutReminder":    func() error { _, err := v.PutReminder(ctx, o, rem); return err },
 		"DeleteReminder": func() error { _, err := v.DeleteReminder(ctx, o, name); return err },
 		"ListReminders":  func() error { _, err := v.ListReminders(ctx, mesh, kind, id); return err },
@@ -100,10 +104,11 @@ func call(f func() error) (err error) {
 }
 
 // The validating wrapper covers every Store method (those of Store,
-// SpotReminders and SpotClaimReader): the table names each.
+// SpotReminders, SpotClaimReader and SpotStateClaimer): the table names
+// each.
 func TestValidated_CoversEveryMethod(t *testing.T) {
 	calls := storeCalls(validated{}, t.Context(), false)
-	for _, iface := range []any{(*Store)(nil), (*SpotReminders)(nil), (*SpotClaimReader)(nil)} {
+	for _, iface := range []any{(*Store)(nil), (*SpotReminders)(nil), (*SpotClaimReader)(nil), (*SpotStateClaimer)(nil)} {
 		for _, m := range methodNames(iface) {
 			if _, ok := calls[m]; !ok && m != "Close" {
 				t.Errorf("%s: not in the wrapper's test table", m)

@@ -1,6 +1,7 @@
 package spot
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -14,11 +15,12 @@ type claimResult struct {
 	epoch uint64 // activate under this epoch (ok)
 	gen   uint64 // the lease generation it was claimed under
 	ok    bool
-	inc   string    // the incarnation of the shard that took the claim
-	sent  time.Time // when the claim write was sent
-	owner string    // a live owner holds it: redirect there
-	retry string    // not now (own lease not valid, the store disagreed)
-	err   error     // the store failed
+	inc   string                // the incarnation of the shard that took the claim
+	sent  time.Time             // when the claim write was sent
+	pre   *location.ClaimedSpot // the state read with the claim (nil: not read)
+	owner string                // a live owner holds it: redirect there
+	retry string                // not now (own lease not valid, the store disagreed)
+	err   error                 // the store failed
 }
 
 // claim runs the claim of (kind, id) step by step (rule R3): read the
@@ -26,16 +28,19 @@ type claimResult struct {
 // when gone), compare-and-set; activate only if the answer arrives while
 // this node's own lease is valid. Each step is one store call on one slot;
 // a persistent kind's first step reads the persisted state's epoch with
-// the record when the store keeps both (location.SpotClaimReader), so a
-// first call costs two round trips before the activation reads its state
-// (the record with the epoch, the compare-and-set). It runs on a store
-// goroutine, never in an actor's turn.
+// the record when the store keeps both (location.SpotClaimReader), and
+// its compare-and-set takes the state with it (location.SpotStateClaimer),
+// so a first call costs two round trips in all (the record with the
+// epoch, the compare-and-set with the state). It runs on a store worker,
+// never in an actor's turn.
 func (rt *runtime) claim(kind, id string) claimResult {
 	mesh, rid := rt.n.Mesh(), rt.n.RID()
 	owner := fence.Unknown
 	var persisted uint64
 	var read *location.Ownership // the record, read with the state's epoch
-	if ks := rt.kinds[kind]; ks != nil && ks.reg.persist != nil {
+	ks := rt.kinds[kind]
+	persistent := ks != nil && ks.reg.persist != nil
+	if persistent {
 		// R3: the new epoch is above the persisted state's too, so epochs
 		// never go back even when the record was lost. The epoch only, not
 		// the data.
@@ -113,12 +118,12 @@ func (rt *runtime) claim(kind, id string) claimResult {
 			next := location.Ownership{Mesh: mesh, Kind: kind, ID: id, OwnerRID: rid, OwnerGeneration: gen, Epoch: p.New.Epoch}
 			ctx, cancel := rt.storeCtx()
 			sent := time.Now()
-			_, inc, err := rt.dir.ClaimSpotIn(ctx, expect, next)
+			inc, pre, err := rt.claimCAS(ctx, persistent, expect, next)
 			cancel()
 			switch {
 			case err == nil:
 				if rt.lease.valid(gen, time.Now()) {
-					return claimResult{ok: true, epoch: next.Epoch, gen: gen, inc: inc, sent: sent}
+					return claimResult{ok: true, epoch: next.Epoch, gen: gen, inc: inc, sent: sent, pre: pre}
 				}
 				return claimResult{retry: "lease lapsed during the claim"}
 			case errors.Is(err, location.ErrFenced):
@@ -130,6 +135,22 @@ func (rt *runtime) claim(kind, id string) claimResult {
 		}
 	}
 	return claimResult{retry: fmt.Sprintf("spot %s/%s: contended claim", kind, id)}
+}
+
+// claimCAS is the claim's compare-and-set. For a persistent kind on a store
+// that keeps the states beside the records it also takes the state (pre),
+// so the activation reads nothing more: a first call costs the record
+// with the state's epoch, then this.
+func (rt *runtime) claimCAS(ctx context.Context, persistent bool, expect, next location.Ownership) (string, *location.ClaimedSpot, error) {
+	if persistent && rt.stateClaim != nil {
+		c, err := rt.stateClaim.ClaimSpotWithState(ctx, expect, next)
+		if err != nil {
+			return "", nil, err
+		}
+		return c.Incarnation, &c, nil
+	}
+	_, inc, err := rt.dir.ClaimSpotIn(ctx, expect, next)
+	return inc, nil, err
 }
 
 // release gives up the record of an activation (rule R4: it compares

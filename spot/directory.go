@@ -2,6 +2,7 @@ package spot
 
 import (
 	"errors"
+	"github.com/zlink-go/zlink/location"
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,9 @@ type activation struct {
 	inc   *incState // the store shard incarnation that took its claim (nil: none reported)
 	epoch uint64
 	ref   *actors.Ref
+	// pre is the state its claim read with the compare-and-set (nil: read
+	// it at the start); its actor's first start takes it, a restart reads.
+	pre *location.ClaimedSpot
 
 	closing   atomic.Bool   // deactivating: new calls go through the kind actor
 	closeSent bool          // the last-turn request is queued (kind actor only)

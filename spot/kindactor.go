@@ -282,7 +282,7 @@ func (a *kindActor) onClaimed(c *actors.Context, msg *claimed) {
 
 func (a *kindActor) spawn(c *actors.Context, id string, res claimResult) *activation {
 	rt := a.rt
-	act := &activation{id: id, seq: rt.actSeq.Add(1), gen: res.gen, epoch: res.epoch}
+	act := &activation{id: id, seq: rt.actSeq.Add(1), gen: res.gen, epoch: res.epoch, pre: res.pre}
 	if a.ks.reg.reentrant {
 		act.re = &reentry{}
 	}

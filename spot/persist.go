@@ -101,6 +101,25 @@ func (a *spotActor) restore() (any, error) {
 	return reg.decode(st.Version, st.Data)
 }
 
+// restoreFirst is restore for a start: the first start of an activation
+// whose claim read the state takes that (it is what a read now would
+// return: only this activation writes it), a restart reads again.
+func (a *spotActor) restoreFirst() (any, error) {
+	pre := a.act.pre
+	if pre == nil {
+		return a.restore()
+	}
+	a.act.pre = nil
+	reg := a.ks.reg
+	switch {
+	case pre.StateErr != nil:
+		return nil, fmt.Errorf("reading the snapshot: %w", pre.StateErr)
+	case !pre.Found:
+		return reg.newState(a.act.id), nil
+	}
+	return reg.decode(pre.State.Version, pre.State.Data)
+}
+
 // save writes the state if it changed (R2: only while the activation is
 // valid). A write the store refuses because the record moved on fences
 // this activation: it is stale.

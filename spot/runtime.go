@@ -60,10 +60,13 @@ type runtime struct {
 	// claimView reads a Spot's record with its state's epoch (nil when
 	// the states live elsewhere: Config.States).
 	claimView location.SpotClaimReader
-	role      routemesh.ObjectRole
-	log       zerolog.Logger
-	kinds     map[string]*kindState
-	order     []*kindState
+	// stateClaim claims a persistent Spot and reads its state in one step
+	// (nil unless claimView is set and the store can).
+	stateClaim location.SpotStateClaimer
+	role       routemesh.ObjectRole
+	log        zerolog.Logger
+	kinds      map[string]*kindState
+	order      []*kindState
 
 	lease   leaseBox
 	incs    incBox
@@ -81,9 +84,7 @@ type runtime struct {
 	cancel   context.CancelFunc
 	stopping atomic.Bool
 	root     atomic.Pointer[actors.Ref] // the spots actor of the current incarnation
-	wg       sync.WaitGroup             // store steps in flight
-	goMu     sync.Mutex                 // guards goDone and wg.Add
-	goDone   bool
+	steps    *storeWorkers              // store steps in flight
 }
 
 // kindState is one kind on this node.
@@ -130,7 +131,7 @@ func newRuntime(n *routemesh.Node, cfg Config, regs []*kindReg) (*runtime, error
 	if strings.Contains(n.Mesh(), ":") {
 		return nil, fmt.Errorf("%w: mesh name %q: Spots need a mesh name without ':' (it separates the parts of a Spot's key)", ErrConfig, n.Mesh())
 	}
-	rt := &runtime{n: n, cfg: cfg, store: n.Store(), role: n.ObjectRole(), kinds: map[string]*kindState{},
+	rt := &runtime{n: n, cfg: cfg, store: n.Store(), role: n.ObjectRole(), kinds: map[string]*kindState{}, steps: newStoreWorkers(),
 		cache: newOwnerCache(cfg.CacheSize)}
 	rt.dir = n.Store()
 	rt.states = n.Store()
@@ -138,6 +139,7 @@ func newRuntime(n *routemesh.Node, cfg Config, regs []*kindReg) (*runtime, error
 		rt.states = cfg.States
 	} else if v, ok := n.Store().(location.SpotClaimReader); ok {
 		rt.claimView = v // states beside the records: a claim reads both at once
+		rt.stateClaim, _ = n.Store().(location.SpotStateClaimer)
 	}
 	rt.rems, _ = n.Store().(location.SpotReminders)
 	rt.log = n.Logger().With().Str("component", "spots").Logger()
@@ -191,17 +193,7 @@ func (rt *runtime) valid(act *activation, now time.Time) bool {
 
 // goStore runs a store step on a tracked goroutine; after Stop it refuses.
 func (rt *runtime) goStore(fn func()) bool {
-	rt.goMu.Lock()
-	defer rt.goMu.Unlock()
-	if rt.goDone {
-		return false
-	}
-	rt.wg.Add(1)
-	go func() {
-		defer rt.wg.Done()
-		fn()
-	}()
-	return true
+	return rt.steps.run(fn)
 }
 
 // storeCtx bounds one store step.
@@ -293,10 +285,7 @@ func (rt *runtime) Stop(ctx context.Context) {
 		}
 	}
 	rt.cancel()
-	rt.goMu.Lock()
-	rt.goDone = true
-	rt.goMu.Unlock()
-	rt.wg.Wait()
+	rt.steps.stop()
 }
 
 // deactivateAll asks every kind actor to deactivate and release all its

@@ -65,7 +65,7 @@ func (a *spotActor) start(c *actors.Context) {
 	a.dirty, a.since = false, 0
 	a.act.saved.Store(time.Now().UnixNano())
 	if reg.persist != nil {
-		s, err := a.restore()
+		s, err := a.restoreFirst()
 		if err != nil {
 			a.rt.log.Error().Err(err).Str("kind", reg.name).Str("id", a.act.id).Msg("spots: restoring the state failed")
 			a.fail = fmt.Errorf("%w: activation of %s/%s: %w", zerr.ErrHandler, reg.name, a.act.id, err)

@@ -59,6 +59,7 @@ func Run(t *testing.T, newStore NewStoreFunc) {
 		{"SpotEpochsNeverDecrease", testSpotEpochsNeverDecrease},
 		{"SpotIncarnation", testSpotIncarnation},
 		{"SpotState", testSpotState},
+		{"SpotClaimWithState", testSpotClaimWithState},
 		{"SpotMeshIsolation", testSpotMeshIsolation},
 		{"SpotValidation", testSpotValidation},
 		{"ReminderPutListDelete", testReminderPutListDelete},

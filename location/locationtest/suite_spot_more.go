@@ -241,3 +241,50 @@ func checkClaimView(t *testing.T, s location.Store, want location.Ownership, epo
 		t.Fatalf("record and state epoch of an invalid spot: %v", err)
 	}
 }
+
+// testSpotClaimWithState: a store that claims a Spot and reads its state in
+// one step (location.SpotStateClaimer) claims as ClaimSpotIn does — same
+// record, same incarnation, ErrFenced with the current record and no
+// state on a mismatch — and returns the state a GetSpotState right after
+// the claim returns (none before the first write).
+func testSpotClaimWithState(t *testing.T, s location.Store, _ func(time.Duration)) {
+	c, ok := s.(location.SpotStateClaimer)
+	if !ok {
+		t.Skip("the store does not claim with the state")
+	}
+	ctx := testCtx(t)
+	sp := location.Ownership{Mesh: "game", Kind: "player", ID: "cs-1"}
+	a := sp
+	a.OwnerRID, a.OwnerGeneration, a.Epoch = "a", 1, 1
+	got, err := c.ClaimSpotWithState(ctx, sp, a)
+	inc, ierr := s.SpotIncarnation(ctx, "game", "player", "cs-1")
+	requireNoErr(t, ierr)
+	if err != nil || got.Record != a || got.Found || got.StateErr != nil || got.Incarnation != inc {
+		t.Fatalf("first claim: %+v %v, want record %+v, no state, incarnation %q", got, err, a, inc)
+	}
+	want := location.SpotState{Data: []byte("of a"), Version: 4, Epoch: 1}
+	requireNoErr(t, s.PutSpotState(ctx, a, want))
+	requireNoErr(t, s.ReleaseSpot(ctx, a))
+	released, err := s.SpotRecord(ctx, "game", "player", "cs-1")
+	requireNoErr(t, err)
+
+	// A claim that does not match: fenced, the current record, no state.
+	b := sp
+	b.OwnerRID, b.OwnerGeneration, b.Epoch = "b", 2, 2
+	got, err = c.ClaimSpotWithState(ctx, a, b)
+	if !errors.Is(err, location.ErrFenced) || got.Record != released || got.Found {
+		t.Fatalf("a mismatched claim: %+v %v, want ErrFenced with %+v and no state", got, err, released)
+	}
+	got, err = c.ClaimSpotWithState(ctx, released, b)
+	if err != nil || got.Record != b || !got.Found || got.StateErr != nil ||
+		string(got.State.Data) != "of a" || got.State.Version != 4 || got.State.Epoch != 1 {
+		t.Fatalf("claim of a released spot with a state: %+v %v, want a's state", got, err)
+	}
+	read, err := s.GetSpotState(ctx, "game", "player", "cs-1")
+	if err != nil || string(read.Data) != string(got.State.Data) || read.Version != got.State.Version || read.Epoch != got.State.Epoch {
+		t.Fatalf("GetSpotState after the claim %+v %v, the claim read %+v", read, err, got.State)
+	}
+	if _, err := c.ClaimSpotWithState(ctx, b, location.Ownership{Mesh: "game", Kind: "", ID: "cs-1", OwnerRID: "c", OwnerGeneration: 1, Epoch: 3}); !errors.Is(err, location.ErrInvalid) {
+		t.Fatalf("claim of an invalid spot: %v", err)
+	}
+}

@@ -22,8 +22,8 @@ import (
 // `zlink-node bench spots-redis`: first-call activations of persistent
 // Spots against one real redis-server — two Object Servers in this
 // process, each with its own Redis client, callers on both; every call
-// goes to a new ID (placement, claim, state read, spawn, first turn).
-// The redis-server's INFO commandstats before and after give the store
+// goes to a new ID (placement, the claim with the state read, spawn, first
+// turn). The redis-server's INFO commandstats before and after give the store
 // commands per activation.
 func init() {
 	register(Bench{
@@ -131,7 +131,7 @@ func runSpotsRedis(ctx context.Context, w io.Writer, plan spotsRedisPlan) (spots
 		return res, err
 	}
 	fmt.Fprintf(w, "setup: %d Object Servers in one process (a Redis client each), one redis-server %s (no persistence), "+
-		"persistent kind %s (state read at activation, saved at deactivation), payload %d B, GOMAXPROCS=%d\n",
+		"persistent kind %s (state read with the claim, saved at deactivation), payload %d B, GOMAXPROCS=%d\n",
 		plan.servers, addr, spotsRedisKind, spotsPayloadSize, runtime.GOMAXPROCS(0))
 	var rates []float64
 	stopProfile := envProfile("ZLINK_SPOTS_REDIS_PROFILE")
