@@ -38,7 +38,7 @@ type activation struct {
 	// links). A leaf.
 	mu      sync.Mutex
 	calls   uint64
-	waiting []uint64
+	waiting *[]uint64 // nil until its first outbound call (8 bytes, not a slice's 24, per idle Spot)
 
 	re *reentry // reentrant kinds only (nil otherwise): the turn stack and what waits for it
 
@@ -88,7 +88,10 @@ func (a *activation) waitsOn(chain []link) bool {
 		if l.act != a.seq {
 			continue
 		}
-		for _, w := range a.waiting {
+		if a.waiting == nil {
+			return false
+		}
+		for _, w := range *a.waiting {
 			if w == l.turn {
 				return true
 			}
@@ -103,21 +106,25 @@ func (a *activation) begin() link {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.calls++
-	a.waiting = append(a.waiting, a.calls)
+	if a.waiting == nil {
+		a.waiting = new([]uint64)
+	}
+	*a.waiting = append(*a.waiting, a.calls)
 	return link{act: a.seq, turn: a.calls}
 }
 
 func (a *activation) end(l link) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for i, w := range a.waiting {
-		if w == l.turn {
-			a.waiting = append(a.waiting[:i], a.waiting[i+1:]...)
+	if a.waiting == nil {
+		return
+	}
+	w := *a.waiting
+	for i, t := range w {
+		if t == l.turn {
+			*a.waiting = append(w[:i], w[i+1:]...)
 			break
 		}
-	}
-	if len(a.waiting) == 0 {
-		a.waiting = nil
 	}
 }
 
