@@ -85,7 +85,7 @@ func (a *rootActor) Receive(c *actors.Context) {
 			targets = append(targets, spawn(actors.Spec{Name: ks.reg.name, Kind: "spot-kind", MaxMessages: kindMailbox, MaxBytes: kindMailboxBytes, Supervisor: supervisor.DefaultConfig(),
 				Producer: func() actors.Actor {
 					return &kindActor{rt: rt, ks: ks, table: map[string]*entry{}, inflight: map[string]int{}}
-				}, Fold: true}))
+				}, Fold: true, Pooled: true}))
 		}
 		a.stop = make(chan struct{})
 		every := min(rt.cfg.RenewEvery/2, 250*time.Millisecond)
