@@ -54,6 +54,15 @@ func TestScaleBench_Quick(t *testing.T) {
 			t.Errorf("no result line for run %s", want)
 		}
 	}
+	floor := regexp.MustCompile(`scale run=tcp-heartbeat-floor nodes=8 connections=28 cpu_per_node=(\S+)%`).FindStringSubmatch(text)
+	if floor == nil {
+		t.Error("no heartbeat floor line for 8 nodes")
+	} else if v, err := strconv.ParseFloat(floor[1], 64); err != nil || v <= 0 {
+		t.Errorf("heartbeat floor cpu_per_node %q, want > 0", floor[1])
+	}
+	if !regexp.MustCompile(`goal item2 idle CPU per node .*\(the heartbeat floor of 8 nodes in the same run, raw TCP without ZLink: \S+%\)`).MatchString(text) {
+		t.Error("the idle CPU goal does not name the floor")
+	}
 	if n := strings.Count(text, "redis_commands_per_node_per_s:"); n != 4 {
 		t.Errorf("%d command breakdown lines, want 4", n)
 	}
