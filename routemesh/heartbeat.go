@@ -141,6 +141,12 @@ func (b *beats) tick(now time.Time) {
 	b.mu.Unlock()
 	n := b.n
 	v := n.load()
+	if v == nil {
+		// The loop starts before the mesh actor publishes the first view;
+		// on a loaded machine its first tick can come before that (no
+		// pipe is ready then: nothing is due).
+		return
+	}
 	hb := wire.Envelope{Kind: wire.KindHeartbeat, Generation: n.gen, Revision: v.revision,
 		Servers: v.weights, Headroom: b.headroomNow(v), Draining: v.state == NodeDraining}
 	for i, p := range b.batch {

@@ -21,7 +21,9 @@ type view struct {
 	hung     int64 // hung handlers at the last sweep
 }
 
-// load returns the current view (never nil after Start).
+// load returns the current view: nil until the mesh actor's first start
+// publishes one (the beat loop can run before that), never nil after
+// Start returned.
 func (n *Node) load() *view { return n.v.Load() }
 
 // update applies edit to a copy of the current view and publishes it. A
