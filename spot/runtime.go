@@ -191,7 +191,8 @@ func (rt *runtime) valid(act *activation, now time.Time) bool {
 	return rt.lease.valid(act.gen, now) && rt.incs.valid(act.inc, now)
 }
 
-// goStore runs a store step on a tracked goroutine; after Stop it refuses.
+// goStore runs a store step on a store worker (storeworkers.go: a parked
+// one, or a new one when none is free); after Stop it refuses.
 func (rt *runtime) goStore(fn func()) bool {
 	return rt.steps.run(fn)
 }
