@@ -145,6 +145,14 @@ func goodPeer(t *testing.T, rec *recorder, cfg Config, addr, id string) {
 		err := d.Dial(Scheme + "://" + addr)
 		_ = d.Close()
 		if err == nil {
+			// Its dial can return before the listener's side of the
+			// handshake ended (the slot still held); the next case must
+			// find the slot free, so wait for the listener's close of this
+			// connection (the slot is released before it is reported) —
+			// the only connection in flight, so the next close is its.
+			rec.waitFor(t, "the listener's close of "+id, func(closed, _ []ConnEvent) bool {
+				return len(closed) > len(closedBefore)
+			})
 			return
 		}
 		// The failed connection's close says why (the fuzz case's is
