@@ -229,28 +229,41 @@ redis.call('HSET', KEYS[1], 'owner', ARGV[4], 'gen', ARGV[5], 'epoch', ARGV[6])
 return {'done', ARGV[4], ARGV[5], ARGV[6]}
 `)
 
+// luaStateGet reads a Spot's state: {} when there is none (no key, or no
+// data field), {'ok', version, epoch, data}, {'big', version, epoch, size}
+// when the data is larger than max (checked before it is read), or
+// {'corrupt'} for a key that is not a hash (version and epoch clipped).
+// It needs luaClip before it.
+const luaStateGet = `
+local function stateget(key, max)
+  if redis.call('EXISTS', key) == 0 then return {} end
+  local n = redis.pcall('HSTRLEN', key, 'd')
+  if type(n) ~= 'number' then return {'corrupt'} end
+  if n == 0 and redis.call('HEXISTS', key, 'd') == 0 then return {} end
+  local rec = redis.call('HMGET', key, 'v', 'epoch')
+  local v, e = clip(rec[1] or '', 24), clip(rec[2] or '', 24)
+  if n > max then return {'big', v, e, tostring(n)} end
+  return {'ok', v, e, redis.call('HGET', key, 'd')}
+end
+`
+
 // spotClaimStateScript is spotCASIncScript that, when it wrote, also
-// reads the Spot's state as spotStateGetScript does: KEYS[1] spot record,
+// reads the Spot's state (luaStateGet, as spotStateGetScript): KEYS[1] spot record,
 // KEYS[2] its state (the same hash tag); ARGV 1-6 as spotCASScript, 7 max
 // data bytes. Returns spotCASIncScript's five fields, then, when done, the
 // state's: {'none'}, {'corrupt'}, {'ok', version, epoch, data} or {'big',
 // version, epoch, size}. The state cannot change between the write and
 // the read of one script, nor after it but by the new owner (a state write
 // compares the record).
-var spotClaimStateScript = newLuaScript(luaSpotRecord + luaRunID + `
+var spotClaimStateScript = newLuaScript(luaSpotRecord + luaRunID + luaStateGet + `
 local st, owner, gen, epoch = spotrec(KEYS[1])
 if st == 'corrupt' then return {st, owner, gen, epoch, runid()} end
 if owner ~= ARGV[1] or gen ~= ARGV[2] or epoch ~= ARGV[3] then return {'fenced', owner, gen, epoch, runid()} end
 redis.call('HSET', KEYS[1], 'owner', ARGV[4], 'gen', ARGV[5], 'epoch', ARGV[6])
 local r = {'done', ARGV[4], ARGV[5], ARGV[6], runid()}
-if redis.call('EXISTS', KEYS[2]) == 0 then r[6] = 'none' return r end
-local n = redis.pcall('HSTRLEN', KEYS[2], 'd')
-if type(n) ~= 'number' then r[6] = 'corrupt' return r end
-if n == 0 and redis.call('HEXISTS', KEYS[2], 'd') == 0 then r[6] = 'none' return r end
-local rec = redis.call('HMGET', KEYS[2], 'v', 'epoch')
-r[7], r[8] = clip(rec[1] or '', 24), clip(rec[2] or '', 24)
-if n > tonumber(ARGV[7]) then r[6], r[9] = 'big', tostring(n) return r end
-r[6], r[9] = 'ok', redis.call('HGET', KEYS[2], 'd')
+local s = stateget(KEYS[2], tonumber(ARGV[7]))
+if #s == 0 then s = {'none'} end
+for i = 1, #s do r[5 + i] = s[i] end
 return r
 `)
 
@@ -260,15 +273,8 @@ return r
 // version, epoch, data}, {'big', version, epoch, size} when the data is
 // larger than ARGV[1], or {'corrupt'} for a key that is not a hash
 // (version and epoch clipped).
-var spotStateGetScript = rueidis.NewLuaScriptReadOnly(luaClip + `
-if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
-local n = redis.pcall('HSTRLEN', KEYS[1], 'd')
-if type(n) ~= 'number' then return {'corrupt'} end
-if n == 0 and redis.call('HEXISTS', KEYS[1], 'd') == 0 then return {} end
-local rec = redis.call('HMGET', KEYS[1], 'v', 'epoch')
-local v, e = clip(rec[1] or '', 24), clip(rec[2] or '', 24)
-if n > tonumber(ARGV[1]) then return {'big', v, e, tostring(n)} end
-return {'ok', v, e, redis.call('HGET', KEYS[1], 'd')}
+var spotStateGetScript = rueidis.NewLuaScriptReadOnly(luaClip + luaStateGet + `
+return stateget(KEYS[1], tonumber(ARGV[1]))
 `)
 
 // spotClaimViewScript is spotRecordScript and spotStateEpochScript in one

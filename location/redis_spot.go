@@ -196,10 +196,7 @@ func (r *Redis) spotCASInc(ctx context.Context, what string, expect, next Owners
 	if withInc {
 		script = spotCASIncScript
 	}
-	res, confirm := r.spotExec(ctx, script, []string{r.spotKey(next.Mesh, next.Kind, next.ID)}, []string{
-		expect.OwnerRID, genField(expect.OwnerGeneration), u64(expect.Epoch),
-		next.OwnerRID, genField(next.OwnerGeneration), u64(next.Epoch),
-	})
+	res, confirm := r.spotExec(ctx, script, []string{r.spotKey(next.Mesh, next.Kind, next.ID)}, casArgs(expect, next))
 	reply, err := res.AsStrSlice()
 	if err != nil {
 		return "", Ownership{}, "", r.wrap(what, err)
@@ -216,6 +213,14 @@ func (r *Redis) spotCASInc(ctx context.Context, what string, expect, next Owners
 		return "", Ownership{}, "", r.unconfirmed(fmt.Sprintf("%s %s/%s in mesh %q (%s)", what, next.Kind, next.ID, next.Mesh, holderString(next)), confirm)
 	}
 	return st, cur, inc, nil
+}
+
+// casArgs are the compare-and-set scripts' ARGV 1-6: the expected record,
+// then the one to write (room for one more argument).
+func casArgs(expect, next Ownership) []string {
+	return append(make([]string, 0, 7),
+		expect.OwnerRID, genField(expect.OwnerGeneration), u64(expect.Epoch),
+		next.OwnerRID, genField(next.OwnerGeneration), u64(next.Epoch))
 }
 
 // genField is the stored form of an owner generation: "" for no owner.

@@ -132,7 +132,7 @@ func (r *Redis) getSpotState(ctx context.Context, mesh, kind, id string) (SpotSt
 	ctx, cancel := r.opCtx(ctx)
 	defer cancel()
 	key := r.spotStateKey(mesh, kind, id)
-	f, err := spotStateGetScript.Exec(ctx, r.client, []string{key}, []string{strconv.Itoa(MaxSpotState)}).AsStrSlice()
+	f, err := spotStateGetScript.Exec(ctx, r.client, []string{key}, []string{maxSpotStateArg}).AsStrSlice()
 	if err != nil {
 		return SpotState{}, r.wrap("get spot state", err)
 	}
@@ -216,11 +216,8 @@ func (r *Redis) claimSpotWithState(ctx context.Context, expect, next Ownership) 
 	ctx, cancel := r.opCtx(ctx)
 	defer cancel()
 	stKey := r.spotStateKey(next.Mesh, next.Kind, next.ID)
-	res, confirm := r.spotExec(ctx, spotClaimStateScript, []string{r.spotKey(next.Mesh, next.Kind, next.ID), stKey}, []string{
-		expect.OwnerRID, genField(expect.OwnerGeneration), u64(expect.Epoch),
-		next.OwnerRID, genField(next.OwnerGeneration), u64(next.Epoch),
-		maxSpotStateArg,
-	})
+	res, confirm := r.spotExec(ctx, spotClaimStateScript, []string{r.spotKey(next.Mesh, next.Kind, next.ID), stKey},
+		append(casArgs(expect, next), maxSpotStateArg))
 	reply, err := res.AsStrSlice()
 	if err != nil {
 		return ClaimedSpot{}, r.wrap("claim spot", err)

@@ -15,25 +15,9 @@ import (
 // loop runs for the heartbeat and ends when idle), and the reader's
 // applying of the peer's heartbeat.
 func TestHeartbeatAllocatesNothing(t *testing.T) {
-	cfg := DefaultConfig()
-	n := &Node{cfg: &cfg, gen: 7, table: selection.NewTable()}
-	n.beats.n = n
+	n, p, sent, t0 := beatsRig(t, 1)
 	n.v.Store(&view{state: NodeReady, revision: 3, weights: map[string]uint16{"echo": 10}, owners: nil})
-	t0 := time.Unix(1_000_000, 0)
-	n.beats.epoch = t0
-	iv := cfg.Liveness.Interval
-
-	p := &pipe{id: "p", node: n, closed: make(chan struct{})}
-	sent := make(chan int, 1)
-	p.w = newWriter(16, func(f []byte) error { sent <- len(f); return nil }, func(err error) { t.Error(err) })
-	p.w.idle = true // no loop yet: the first heartbeat starts one
-	p.link = &link{rid: "peer", gen: 9, p: p, full: map[string]*atomic.Bool{"echo": new(atomic.Bool)}}
-	p.live = newPipeLive(cfg.Liveness, t0)
-	p.state.Store(uint32(pipeReady))
-	n.beats.mu.Lock()
-	p.live.idx = 0
-	n.beats.pipes = append(n.beats.pipes, p)
-	n.beats.mu.Unlock()
+	iv := n.cfg.Liveness.Interval
 
 	in := wire.Envelope{Kind: wire.KindHeartbeat, Generation: 9, Revision: 4, Servers: map[string]uint16{"echo": 1},
 		Headroom: map[string]uint32{"echo": 5}, Seq: 1}
@@ -73,22 +57,8 @@ func TestHeartbeatAllocatesNothing(t *testing.T) {
 // process hit it) sends nothing and does not panic, and a registered pipe
 // gets its heartbeat at the first tick after the view exists.
 func TestBeats_TickBeforeTheFirstView(t *testing.T) {
-	cfg := DefaultConfig()
-	n := &Node{cfg: &cfg, gen: 7, table: selection.NewTable()}
-	n.beats.n = n
-	t0 := time.Unix(1_000_000, 0)
-	n.beats.epoch = t0
-	iv := cfg.Liveness.Interval
-
-	p := &pipe{id: "p", node: n, closed: make(chan struct{})}
-	sent := make(chan int, 4)
-	p.w = newWriter(16, func(f []byte) error { sent <- len(f); return nil }, func(err error) { t.Error(err) })
-	p.w.idle = true
-	p.link = &link{rid: "peer", gen: 9, p: p, full: map[string]*atomic.Bool{}}
-	p.live = newPipeLive(cfg.Liveness, t0)
-	p.state.Store(uint32(pipeReady))
-	n.beats.pipes = []*pipe{p}
-	p.live.idx = 0
+	n, p, sent, t0 := beatsRig(t, 4) // no view yet
+	iv := n.cfg.Liveness.Interval
 
 	n.beats.tick(t0.Add(iv)) // no view yet
 	select {
@@ -104,4 +74,28 @@ func TestBeats_TickBeforeTheFirstView(t *testing.T) {
 		t.Fatal("no heartbeat at the first tick with a view")
 	}
 	p.w.stop()
+}
+
+// beatsRig is a node without a mesh actor (no view: the test stores one)
+// whose beat loop drives one ready pipe "p" to peer "peer" (channel
+// "echo"); the pipe's writer sends each frame's length to sent (buffer
+// size) and starts idle, so the first heartbeat starts its loop.
+func beatsRig(t *testing.T, size int) (*Node, *pipe, chan int, time.Time) {
+	cfg := DefaultConfig()
+	n := &Node{cfg: &cfg, gen: 7, table: selection.NewTable()}
+	n.beats.n = n
+	t0 := time.Unix(1_000_000, 0)
+	n.beats.epoch = t0
+	p := &pipe{id: "p", node: n, closed: make(chan struct{})}
+	sent := make(chan int, size)
+	p.w = newWriter(16, func(f []byte) error { sent <- len(f); return nil }, func(err error) { t.Error(err) })
+	p.w.idle = true
+	p.link = &link{rid: "peer", gen: 9, p: p, full: map[string]*atomic.Bool{"echo": new(atomic.Bool)}}
+	p.live = newPipeLive(cfg.Liveness, t0)
+	p.state.Store(uint32(pipeReady))
+	n.beats.mu.Lock()
+	p.live.idx = 0
+	n.beats.pipes = append(n.beats.pipes, p)
+	n.beats.mu.Unlock()
+	return n, p, sent, t0
 }
