@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -71,7 +70,12 @@ func NewRedis(ctx context.Context, cfg RedisConfig) (*Redis, error) {
 		Dialer:           net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: idleCheck},
 		ConnWriteTimeout: cfg.OpTimeout,
 		DisableCache:     true,
-		MaxFlushDelay:    expFlush(),
+		// No transparent retry of read-only commands on a new connection:
+		// every caller here already retries on its own schedule under its
+		// deadline, and rueidis v1.0.79 recycles a command that succeeded
+		// on its retry while the broken connection's writer may still be
+		// reading it (a data race -race reported in a Redis-cut test).
+		DisableRetry: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("zlink: connect redis %s%s: %w%s", cfg.Addr, overTLS(cfg), err, dialHint(cfg, err))
@@ -236,5 +240,3 @@ func publisherAt(channel, rid, gen, blob string) (Publisher, error) {
 	}
 	return p, nil
 }
-
-func expFlush() time.Duration { d, _ := time.ParseDuration(os.Getenv("XFLUSH")); return d }
