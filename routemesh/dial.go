@@ -8,6 +8,7 @@ import (
 
 	"github.com/zlink-go/zlink/internal/ident"
 	"github.com/zlink-go/zlink/internal/zerr"
+	"github.com/zlink-go/zlink/routemesh/internal/transport"
 )
 
 // jitter returns d scaled by a random factor in [0.5, 1.5).
@@ -74,6 +75,9 @@ func (m *meshActor) onDialDone(msg *dialDone) {
 		_ = n.mesh().TellControl(&pipeFailed{p: p, err: fmt.Errorf("%w: %w", zerr.ErrPeerLost, err)})
 	})
 	p.w.closer = func() { _ = p.conn.Close() }
+	if ts, ok := p.conn.(transport.TrySender); ok {
+		p.w.try = ts.TrySend
+	}
 	m.pipes[p.id] = p
 	n.goWriter(p.w)
 	n.goTracked(func() { n.readConn(p) })

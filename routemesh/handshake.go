@@ -9,6 +9,7 @@ import (
 	"github.com/zlink-go/zlink/internal/zerr"
 	"github.com/zlink-go/zlink/routemesh/internal/admission"
 	"github.com/zlink-go/zlink/routemesh/internal/handshake"
+	"github.com/zlink-go/zlink/routemesh/internal/transport"
 	"github.com/zlink-go/zlink/wire"
 )
 
@@ -54,6 +55,9 @@ func (m *meshActor) onHello(msg *inboundHello) {
 	// drops the pipe): the listener would let the identity go, and a new
 	// connection that took it at once would have its Hello read as this
 	// pipe's; dropPipe disconnects then (inboundGone).
+	if tr, ok := ln.(transport.TryRouter); ok {
+		p.w.try = func(b []byte) (bool, error) { return tr.TrySend(idb, b) }
+	}
 	p.routed = true
 	p.w.closer = func() {
 		p.dmu.Lock()

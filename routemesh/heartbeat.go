@@ -21,7 +21,10 @@ import (
 // hand-offs per heartbeat (a timer, the peer actor, the writer).
 //
 // The machine of a pipe is a small leaf: its lock is held only to feed or
-// read it, never across a send or a message to an actor.
+// read it, never across a send that can block or a message to an actor.
+// The loop writes a heartbeat itself when the pipe's writer is idle and
+// the socket takes it at once (a write that never blocks, TLS excepted);
+// otherwise the heartbeat is queued for the writer's goroutine.
 
 // pipeLive is one pipe's liveness state.
 type pipeLive struct {
@@ -59,6 +62,10 @@ type beats struct {
 	// map last sent (shared, read-only, by the heartbeats queued with it).
 	batch    []*pipe
 	headroom map[string]uint32
+	// one holds the heartbeat being written without blocking, frame its
+	// encoding (writer.tryBeat).
+	one   [1]wire.Envelope
+	frame []byte
 }
 
 // start starts the loop (at the node's start: a cost of the node, not of
@@ -71,9 +78,22 @@ func (b *beats) start() {
 
 func (b *beats) startLocked() {
 	if !b.running {
-		b.epoch = time.Now()
+		b.epoch = beatEpoch(time.Now(), b.n.cfg.Liveness.Interval)
 		b.running = b.n.goTracked(b.run)
 	}
+}
+
+// beatEpoch is the last multiple of iv on the wall clock at or before now,
+// kept on now's monotonic clock: the loop ticks at epoch + k×iv. Every
+// node whose clock is close and whose Interval is the same thus beats at
+// the same instants, so the heartbeats a process receives from all its
+// peers arrive together and are read in one wake-up of the process
+// instead of one each, spread over the Interval; in a process of many
+// nodes all their beat loops wake once. The monotonic ticks do not
+// follow later steps of the wall clock: alignment is a saving, never a
+// condition of correctness.
+func beatEpoch(now time.Time, iv time.Duration) time.Time {
+	return now.Add(-now.Sub(now.Truncate(iv)))
 }
 
 // add registers a ready pipe and sends its first heartbeat at once.
@@ -90,7 +110,7 @@ func (b *beats) add(p *pipe) {
 	b.mu.Unlock()
 	// Due at once (the machine is new); recorded as sent at the last
 	// tick, so the next one goes with the loop's next tick.
-	b.beat(p, now, at, n.heartbeat(0))
+	b.beat(p, now, at, n.heartbeat(0), false)
 }
 
 // remove unregisters p (its peer actor stopped). Idempotent.
@@ -116,10 +136,13 @@ func (b *beats) lastTick(now time.Time) time.Time {
 	return b.epoch.Add(k * iv)
 }
 
-// run is the beat loop: one wake per Interval until the node stops.
+// run is the beat loop: one wake per Interval, at the epoch's grid, until
+// the node stops.
 func (b *beats) run() {
-	iv := b.n.cfg.Liveness.Interval
-	t := time.NewTicker(iv)
+	b.mu.Lock()
+	next := b.nextTick(time.Now())
+	b.mu.Unlock()
+	t := time.NewTimer(time.Until(next))
 	defer t.Stop()
 	for {
 		select {
@@ -127,8 +150,17 @@ func (b *beats) run() {
 			return
 		case now := <-t.C:
 			b.tick(now)
+			b.mu.Lock()
+			next = b.nextTick(time.Now())
+			b.mu.Unlock()
+			t.Reset(time.Until(next))
 		}
 	}
+}
+
+// nextTick is the first scheduled tick after now (b.mu held).
+func (b *beats) nextTick(now time.Time) time.Time {
+	return b.lastTick(now).Add(b.n.cfg.Liveness.Interval)
 }
 
 // tick checks every registered pipe at the tick's scheduled time (so that
@@ -150,7 +182,7 @@ func (b *beats) tick(now time.Time) {
 	hb := wire.Envelope{Kind: wire.KindHeartbeat, Generation: n.gen, Revision: v.revision,
 		Servers: v.weights, Headroom: b.headroomNow(v), Draining: v.state == NodeDraining}
 	for i, p := range b.batch {
-		b.beat(p, at, at, hb)
+		b.beat(p, at, at, hb, true)
 		b.batch[i] = nil
 	}
 }
@@ -177,8 +209,10 @@ func (b *beats) headroomNow(v *view) map[string]uint32 {
 
 // beat runs p's machine at check: a heartbeat (hb with p's sequence
 // number), recorded as sent at sent, when one is due; the peer actor told
-// when the peer is lost.
-func (b *beats) beat(p *pipe, check, sent time.Time, hb wire.Envelope) {
+// when the peer is lost. From the loop (loop set) an idle writer's
+// heartbeat is written at once when the socket takes it without blocking
+// (writer.tryBeat), else queued on its control lane.
+func (b *beats) beat(p *pipe, check, sent time.Time, hb wire.Envelope, loop bool) {
 	if p.getState() != pipeReady {
 		return
 	}
@@ -203,11 +237,25 @@ func (b *beats) beat(p *pipe, check, sent time.Time, hb wire.Envelope) {
 	if out.SendHeartbeat {
 		pl.seq++
 		hb.Seq = pl.seq
-		if p.w.control(outItem{env: hb}) == nil {
+		if b.send(p, &hb, loop) {
 			pl.m.HeartbeatSent(sent)
 		}
 	}
 	pl.mu.Unlock()
+}
+
+// send writes or queues the heartbeat hb on p (pl.mu held: the write, if
+// any, never blocks). It reports whether hb went out or is queued.
+func (b *beats) send(p *pipe, hb *wire.Envelope, loop bool) bool {
+	if loop {
+		b.one[0] = *hb
+		sent, done := p.w.tryBeat(b.one[:], &b.frame)
+		b.one[0] = wire.Envelope{}
+		if done {
+			return sent
+		}
+	}
+	return p.w.control(outItem{env: *hb}) == nil
 }
 
 // peerLiveLost is the beat loop's news that a pipe's liveness machine

@@ -7,15 +7,32 @@ import (
 	"time"
 
 	"github.com/zlink-go/zlink/routemesh/internal/selection"
+	"github.com/zlink-go/zlink/routemesh/internal/transport"
 	"github.com/zlink-go/zlink/wire"
 )
 
-// A heartbeat allocates nothing at rest: the beat loop's tick (machine,
-// envelope, control lane), the writer's start, encoding and send (its
-// loop runs for the heartbeat and ends when idle), and the reader's
-// applying of the peer's heartbeat.
+// A heartbeat allocates nothing at rest, whether the beat loop writes it
+// at once (the socket takes it: no goroutine) or queues it for the
+// writer's loop (the loop starts, encodes, sends and ends when idle); nor
+// does the reader's applying of the peer's heartbeat.
 func TestHeartbeatAllocatesNothing(t *testing.T) {
+	for _, atOnce := range []bool{true, false} {
+		name := "queued"
+		if atOnce {
+			name = "written at once"
+		}
+		t.Run(name, func(t *testing.T) { heartbeatAllocs(t, atOnce) })
+	}
+}
+
+func heartbeatAllocs(t *testing.T, atOnce bool) {
 	n, p, sent, t0 := beatsRig(t, 1)
+	if atOnce {
+		p.w.try = func(msg []byte) (bool, error) {
+			sent <- len(msg) - transport.HeaderRoom
+			return true, nil
+		}
+	}
 	n.v.Store(&view{state: NodeReady, revision: 3, weights: map[string]uint16{"echo": 10}, owners: nil})
 	iv := n.cfg.Liveness.Interval
 
@@ -49,6 +66,9 @@ func TestHeartbeatAllocatesNothing(t *testing.T) {
 	}
 	if p.live.lost {
 		t.Fatal("the peer was declared lost though it sent a heartbeat every tick")
+	}
+	if p.live.m.Gap() > 1 {
+		t.Fatalf("gap %d after a heartbeat each way every tick", p.live.m.Gap())
 	}
 }
 
@@ -98,4 +118,38 @@ func beatsRig(t *testing.T, size int) (*Node, *pipe, chan int, time.Time) {
 	n.beats.pipes = append(n.beats.pipes, p)
 	n.beats.mu.Unlock()
 	return n, p, sent, t0
+}
+
+// The beat loop's ticks are on the wall clock's grid of its Interval: two
+// nodes started at different moments (in one process or on hosts whose
+// clocks agree) beat at the same instants, so a process reads its peers'
+// heartbeats in one wake-up rather than one each. The first tick is the
+// next grid point after the start, never in the past.
+func TestBeats_TicksOnTheWallClockGrid(t *testing.T) {
+	iv := 500 * time.Millisecond
+	base := time.Unix(1_700_000_000, 0) // on every grid of a whole second
+	for _, off := range []time.Duration{0, time.Nanosecond, 123 * time.Millisecond, iv - time.Nanosecond, 7*iv + 42*time.Microsecond} {
+		now := base.Add(off)
+		e := beatEpoch(now, iv)
+		if e.After(now) || now.Sub(e) >= iv {
+			t.Fatalf("start +%v: epoch %v is not the last grid point at or before it", off, e)
+		}
+		if e.UnixNano()%int64(iv) != 0 {
+			t.Fatalf("start +%v: epoch %v is off the %v grid", off, e, iv)
+		}
+		cfg := DefaultConfig()
+		cfg.Liveness.Interval = iv
+		n := &Node{cfg: &cfg}
+		b := &beats{n: n, epoch: e}
+		next := b.nextTick(now)
+		if !next.After(now) || next.Sub(now) > iv || next.UnixNano()%int64(iv) != 0 {
+			t.Fatalf("start +%v: next tick %v", off, next)
+		}
+	}
+	// Monotonic: the epoch keeps now's monotonic reading (a later wall
+	// clock step does not move the ticks).
+	now := time.Now()
+	if e := beatEpoch(now, iv); e.Sub(now) > 0 || now.Sub(e) >= iv || e.String() == e.Round(0).String() {
+		t.Fatalf("epoch %v of %v lost the monotonic reading or left the interval", e, now)
+	}
 }

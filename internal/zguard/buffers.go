@@ -253,6 +253,11 @@ func (w *lazyWriter) Write(p []byte) (int, error) {
 	return w.bw.Write(p)
 }
 
+// buffered reports whether bytes wait to be flushed.
+func (w *lazyWriter) buffered() bool {
+	return w.n > 0 || w.bw != nil && w.bw.Buffered() > 0
+}
+
 // Flush writes what is buffered and, when all of it went out, returns the
 // pooled buffer.
 func (w *lazyWriter) Flush() error {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -22,9 +23,13 @@ import (
 // Locks: rmu and wmu are independent; mu is a leaf taken under either;
 // listener.mu is never held while taking a conn lock.
 type conn struct {
-	raw      net.Conn  // what zmq4's bytes go through: tcp, or TLS over it
-	tcp      net.Conn  // the TCP connection; closed directly
-	tc       *tls.Conn // nil without TLS
+	raw net.Conn  // what zmq4's bytes go through: tcp, or TLS over it
+	tcp net.Conn  // the TCP connection; closed directly
+	tc  *tls.Conn // nil without TLS
+	// rc is tcp's file descriptor for writes that never block
+	// (tryWriteMessage); nil under TLS.
+	rc       syscall.RawConn
+	try      tryWrite // under wmu
 	cfg      Config
 	ln       *listener // nil for dialed conns
 	remote   string
@@ -45,6 +50,8 @@ type conn struct {
 
 	wmu  sync.Mutex // guards bw, wp, werr, swallow
 	bw   lazyWriter
+	dw   *deadlineWriter    // under bw
+	whdr [maxHeaderLen]byte // writeMessage's frame header
 	wp   frameParser
 	werr error
 	// swallow: what is left of the greeting a listener sent ahead of
@@ -93,7 +100,14 @@ func newConn(tcp net.Conn, tc *tls.Conn, tlsUp bool, cfg Config, ln *listener, s
 		closedCh: make(chan struct{}),
 	}
 	c.rp.withCapture(handshakeCmdLimit)
-	c.bw = lazyWriter{to: &deadlineWriter{c: raw, timeout: cfg.WriteTimeout}, size: cfg.WriteBufferSize}
+	if sc, ok := tcp.(syscall.Conn); ok && tc == nil {
+		if rc, err := sc.SyscallConn(); err == nil {
+			c.rc = rc
+			c.try.init()
+		}
+	}
+	c.dw = &deadlineWriter{c: raw, timeout: cfg.WriteTimeout}
+	c.bw = lazyWriter{to: c.dw, size: cfg.WriteBufferSize}
 	c.firstByte = c.deadline
 	if ln != nil {
 		// An accepted conn first has FirstByteTimeout to send anything.

@@ -92,11 +92,8 @@ func (w *deadlineWriter) Write(p []byte) (int, error) {
 	n := 0
 	for n < len(p) {
 		end := min(len(p), n+maxWriteChunk)
-		if now := time.Now(); w.until.Sub(now) < w.timeout-w.timeout/8 {
-			w.until = now.Add(w.timeout)
-			if err := w.c.SetWriteDeadline(w.until); err != nil {
-				return n, err
-			}
+		if err := w.arm(); err != nil {
+			return n, err
 		}
 		k, err := w.c.Write(p[n:end])
 		n += k
@@ -105,4 +102,26 @@ func (w *deadlineWriter) Write(p []byte) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// arm sets the write deadline unless the one set last has at least 7/8 of
+// the timeout left.
+func (w *deadlineWriter) arm() error {
+	if now := time.Now(); w.until.Sub(now) < w.timeout-w.timeout/8 {
+		w.until = now.Add(w.timeout)
+		return w.c.SetWriteDeadline(w.until)
+	}
+	return nil
+}
+
+// disarm clears the write deadline for a write that never blocks: it needs
+// none, and one in the past (the last write was longer ago than the
+// timeout) fails every write. The next blocking write arms it again. At
+// rest it is cleared once, not set at every heartbeat.
+func (w *deadlineWriter) disarm() error {
+	if w.until.IsZero() {
+		return nil
+	}
+	w.until = time.Time{}
+	return w.c.SetWriteDeadline(w.until)
 }

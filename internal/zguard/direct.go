@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"syscall"
 )
 
 // Direct sends and reads. zmq4 sends every message through a new
@@ -38,17 +39,17 @@ import (
 // writeMessage writes frame as one whole ZMTP message (a single data frame
 // without MORE) and flushes it.
 func (c *conn) writeMessage(frame []byte) error {
-	var hdr [maxHeaderLen]byte
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	hdr := &c.whdr // the header a local would be moved to the heap for
 	n := 2
 	if len(frame) > 255 {
 		hdr[0] = flagLong
 		binary.BigEndian.PutUint64(hdr[1:], uint64(len(frame)))
 		n = maxHeaderLen
 	} else {
-		hdr[1] = byte(len(frame))
+		hdr[0], hdr[1] = 0, byte(len(frame))
 	}
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
 	if c.werr != nil {
 		return c.werr
 	}
@@ -226,4 +227,136 @@ func (c *conn) pumpInbound() error {
 			return opError("read", c, net.ErrClosed)
 		}
 	}
+}
+
+// Writes that never block. A node at rest writes one small heartbeat per
+// peer connection each liveness interval; writing it on the goroutine
+// that decides it is due, when the socket takes it at once, spares a
+// goroutine start per heartbeat. The kernel takes a small message at once
+// unless the socket's send buffer is full — a peer that does not read —
+// and then the caller queues it for its blocking writer as before.
+
+// tryWriteMessage writes msg — one whole single-frame ZMTP message whose
+// first two bytes are left for its short header, at most 255 bytes of
+// body — without blocking. sent reports that it went out, or that what
+// the kernel did not take is buffered and flushed by a goroutine of its
+// own (under the write lock: later writes go out after it). sent false
+// with a nil error: nothing was written, the caller writes msg the
+// blocking way (TLS, a message of zmq4's under way, a full send buffer,
+// bytes buffered, another write under way). An error is the connection's
+// write error (it is then closed).
+func (c *conn) tryWriteMessage(msg []byte) (sent bool, err error) {
+	if c.rc == nil || len(msg) < 2 || len(msg)-2 > 255 {
+		return false, nil
+	}
+	msg[0], msg[1] = 0, byte(len(msg)-2)
+	if !c.wmu.TryLock() {
+		return false, nil // a write under way may be blocked: never wait for it
+	}
+	defer c.wmu.Unlock()
+	if c.werr != nil {
+		return false, c.werr
+	}
+	if len(c.swallow) > 0 || !c.wp.atHeader() || c.wp.more() && !c.wp.command() || c.bw.buffered() {
+		return false, nil
+	}
+	select {
+	case <-c.closedCh:
+		return false, nil // the blocking write reports it
+	default:
+	}
+	if err := c.dw.disarm(); err != nil {
+		return false, c.failWrite(err)
+	}
+	c.try.msg = msg
+	rerr := c.rc.Write(c.try.fn)
+	n, werr := c.try.n, c.try.err
+	c.try.msg, c.try.err = nil, nil
+	if rerr != nil {
+		return false, nil // closed under us: the blocking write reports it
+	}
+	if werr == syscall.EAGAIN || n <= 0 && werr == nil {
+		return false, nil
+	}
+	if werr != nil {
+		return false, c.failWrite(werr)
+	}
+	for k := 0; k < len(msg); { // the write parser sees every byte written
+		m, _, err := c.wp.next(msg[k:])
+		if err != nil {
+			return false, c.failWrite(err)
+		}
+		k += m
+	}
+	if n < len(msg) {
+		_, _ = c.bw.Write(msg[n:]) // fits: nothing was buffered
+		go c.flushPending()
+	}
+	return true, nil
+}
+
+// tryWrite is a conn's write that never blocks: fn, made once, writes msg
+// to the socket and records the result (wmu held; no allocation per
+// write).
+type tryWrite struct {
+	fn  func(fd uintptr) bool
+	msg []byte
+	n   int
+	err error
+}
+
+func (t *tryWrite) init() {
+	t.fn = func(fd uintptr) bool {
+		for {
+			t.n, t.err = syscall.Write(int(fd), t.msg)
+			if t.err != syscall.EINTR {
+				return true // done either way: never wait for the socket here
+			}
+		}
+	}
+}
+
+// flushPending writes what a write that never blocks left buffered (a
+// send buffer that took part of a message), under the write deadline.
+func (c *conn) flushPending() {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.werr != nil || !c.bw.buffered() {
+		return
+	}
+	if err := c.bw.Flush(); err != nil {
+		_ = c.failWrite(err)
+	}
+}
+
+// TrySend writes msg to the dialed connection without blocking (see
+// tryWriteMessage for msg's shape and the results). Before a dial
+// succeeded it reports false.
+func (o *Outbound) TrySend(msg []byte) (bool, error) {
+	o.mu.Lock()
+	c := o.c
+	o.mu.Unlock()
+	if c == nil {
+		return false, nil
+	}
+	return c.tryWriteMessage(msg)
+}
+
+// TrySend writes msg to the inbound connection that announced identity
+// without blocking (see tryWriteMessage for msg's shape and the results).
+// It reports false when no live connection has the identity (Send then
+// reports ErrNotConnected).
+func (in *Inbound) TrySend(identity, msg []byte) (bool, error) {
+	in.mu.Lock()
+	ls := in.ls
+	in.mu.Unlock()
+	for _, l := range ls {
+		l.mu.Lock()
+		c := l.live[string(identity)]
+		l.mu.Unlock()
+		if c != nil {
+			return c.tryWriteMessage(msg)
+		}
+	}
+	return false, nil
 }

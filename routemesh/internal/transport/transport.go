@@ -96,3 +96,26 @@ type Conn interface {
 	// Close closes the connection.
 	Close() error
 }
+
+// TrySender is a Conn that can write one small message without blocking.
+// msg is one frame with its first HeaderRoom bytes left for the
+// transport's header (the frame itself is msg[HeaderRoom:], at most
+// TryMax bytes); the transport may write into that room. TrySend reports
+// whether msg went out (or is on its way without the caller); false with
+// a nil error when it cannot go out at once — the caller then uses Send.
+// An error means the connection is unusable.
+type TrySender interface {
+	TrySend(msg []byte) (sent bool, err error)
+}
+
+// TryRouter is a Listener that can write one small message to an inbound
+// pipe without blocking, as TrySender does.
+type TryRouter interface {
+	TrySend(identity, msg []byte) (sent bool, err error)
+}
+
+// HeaderRoom is the room a TrySend message leaves before its frame.
+const HeaderRoom = 2
+
+// TryMax is the largest frame a TrySend message carries.
+const TryMax = 255

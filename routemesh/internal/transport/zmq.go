@@ -183,6 +183,11 @@ func (l *zmqListener) Recv() (string, []byte, error) {
 	}
 }
 
+// TrySend writes msg without blocking (zguard.Inbound.TrySend).
+func (l *zmqListener) TrySend(identity, msg []byte) (bool, error) {
+	return l.inbound.TrySend(identity, msg)
+}
+
 // Send writes to identity's connection directly (zguard.Inbound.Send), not
 // through the ROUTER: a peer that stops reading holds up only the writes
 // to it, and no goroutine is started per send. An identity with no live
@@ -208,6 +213,9 @@ type zmqConn struct {
 
 // Send writes to the dialed connection directly (zguard.Outbound.Send).
 func (c *zmqConn) Send(frame []byte) error { return c.out.Send(frame) }
+
+// TrySend writes msg without blocking (zguard.Outbound.TrySend).
+func (c *zmqConn) TrySend(msg []byte) (bool, error) { return c.out.TrySend(msg) }
 
 // Recv reads the dialed connection directly (zguard.Outbound.Recv) on the
 // pipe's reader goroutine.
