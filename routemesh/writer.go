@@ -32,9 +32,10 @@ import (
 // next caller that queues starts it again (spawn). A run that sent only
 // heartbeats ends at once, without the linger's timer. A busy pipe's loop
 // is woken, as a parked goroutine; a connection at rest holds no writer
-// goroutine most of the time — its reader alone, plus a writer for the
-// moment of each heartbeat — and the loop's buffers stay with the writer
-// (loopState), so a restart allocates nothing.
+// goroutine — its reader alone: the node's beat loop writes its
+// heartbeats with a write that never blocks (tryBeat), and queues one
+// here only when that cannot be done at once — and the loop's buffers
+// stay with the writer (loopState), so a restart allocates nothing.
 type writer struct {
 	mu   sync.Mutex
 	data []wire.Envelope // queued requests and sends (at most hwm)
