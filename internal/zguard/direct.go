@@ -68,6 +68,14 @@ func (c *conn) writeMessage(frame []byte) error {
 // lock). It reports ErrNotConnected when no live connection has the
 // identity, and the connection's write error (it is then closed).
 func (in *Inbound) Send(identity, frame []byte) error {
+	if c := in.live(identity); c != nil {
+		return c.writeMessage(frame)
+	}
+	return &net.OpError{Op: "write", Net: Scheme, Err: ErrNotConnected}
+}
+
+// live returns the live connection that announced identity, or nil.
+func (in *Inbound) live(identity []byte) *conn {
 	in.mu.Lock()
 	ls := in.ls
 	in.mu.Unlock()
@@ -76,10 +84,10 @@ func (in *Inbound) Send(identity, frame []byte) error {
 		c := l.live[string(identity)]
 		l.mu.Unlock()
 		if c != nil {
-			return c.writeMessage(frame)
+			return c
 		}
 	}
-	return &net.OpError{Op: "write", Net: Scheme, Err: ErrNotConnected}
+	return nil
 }
 
 // Outbound is filled by the dials made with the Config holding it: through
@@ -347,16 +355,8 @@ func (o *Outbound) TrySend(msg []byte) (bool, error) {
 // It reports false when no live connection has the identity (Send then
 // reports ErrNotConnected).
 func (in *Inbound) TrySend(identity, msg []byte) (bool, error) {
-	in.mu.Lock()
-	ls := in.ls
-	in.mu.Unlock()
-	for _, l := range ls {
-		l.mu.Lock()
-		c := l.live[string(identity)]
-		l.mu.Unlock()
-		if c != nil {
-			return c.tryWriteMessage(msg)
-		}
+	if c := in.live(identity); c != nil {
+		return c.tryWriteMessage(msg)
 	}
 	return false, nil
 }

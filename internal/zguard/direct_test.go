@@ -88,13 +88,7 @@ func TestDirectSendStuckPeerHoldsUpOnlyItself(t *testing.T) {
 	router, addr := newRouter(t, cfg)
 	defer router.Close()
 
-	stuck := dialRaw(t, addr)
-	stuck.handshake(t, "A")
-	stuck.write(t, frameBytes(0, []byte("hi")))
-	within(t, "router recv A's hello", func() error {
-		_, err := router.Recv()
-		return err
-	})
+	stuck := speakingPeer(t, router, addr, "A")
 	b := newDealer(t, DefaultConfig(), "B", addr)
 	defer b.Close()
 	exchange(t, router, b, "B")

@@ -158,16 +158,7 @@ func TestStuckReaderBlocksNoOtherPeer(t *testing.T) {
 	defer router.Close()
 
 	// Peer A completes the handshake by hand, says hello, then never reads.
-	stuck := dialRaw(t, addr)
-	stuck.handshake(t, "A")
-	stuck.write(t, frameBytes(0, []byte("hi")))
-	within(t, "router recv A's hello", func() error {
-		msg, err := router.Recv()
-		if err == nil && string(msg.Frames[0]) != "A" {
-			err = fmt.Errorf("got %q", msg.Frames)
-		}
-		return err
-	})
+	speakingPeer(t, router, addr, "A") // closed by the cleanup
 
 	b := newDealer(t, cfg, "B", addr)
 	defer b.Close()

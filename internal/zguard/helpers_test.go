@@ -283,3 +283,21 @@ func recvCounting(d zmq4.Socket, i int) error {
 	}
 	return nil
 }
+
+// speakingPeer is a raw peer that completed the handshake as identity and
+// said hello, received by router; it reads nothing unless the test does
+// (a stuck peer).
+func speakingPeer(t *testing.T, router zmq4.Socket, addr, identity string) *rawPeer {
+	t.Helper()
+	p := dialRaw(t, addr)
+	p.handshake(t, identity)
+	p.write(t, frameBytes(0, []byte("hi")))
+	within(t, "router recv "+identity+"'s hello", func() error {
+		msg, err := router.Recv()
+		if err == nil && string(msg.Frames[0]) != identity {
+			err = fmt.Errorf("got %q", msg.Frames)
+		}
+		return err
+	})
+	return p
+}

@@ -129,13 +129,7 @@ func TestTrySend_FullSocketNeverBlocks(t *testing.T) {
 	router, addr := newRouter(t, cfg)
 	defer router.Close()
 
-	stuck := dialRaw(t, addr)
-	stuck.handshake(t, "A")
-	stuck.write(t, frameBytes(0, []byte("hi")))
-	within(t, "router recv A's hello", func() error {
-		_, err := router.Recv()
-		return err
-	})
+	stuck := speakingPeer(t, router, addr, "A")
 
 	sent := 0
 	within(t, "writes until the socket is full", func() error {
