@@ -2,6 +2,7 @@ package routemesh
 
 import (
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -13,12 +14,13 @@ import (
 // Heartbeats. Every ready pipe runs its own liveness machine and sends its
 // own heartbeats, but no pipe has a timer: one goroutine per node (the
 // beat loop) wakes once per Liveness.Interval, asks each pipe's machine
-// whether a heartbeat is due or the peer is lost, and queues the due
-// heartbeats on the pipes' control lanes. A heartbeat read from a peer is
-// applied on the reader's goroutine (applyControl): no actor hop, no
-// allocation. At rest a node of N peers thus wakes twice a second plus
-// once per heartbeat its writers send, instead of three goroutine
-// hand-offs per heartbeat (a timer, the peer actor, the writer).
+// whether a heartbeat is due or the peer is lost, and writes the due
+// heartbeats (or queues them on the pipes' control lanes, below). A
+// heartbeat read from a peer is applied on the reader's goroutine
+// (applyControl): no actor hop, no allocation. At rest a node of N peers
+// thus wakes its beat loop twice a second and its readers once per
+// heartbeat read, instead of three goroutine hand-offs per heartbeat (a
+// timer, the peer actor, the writer).
 //
 // The machine of a pipe is a small leaf: its lock is held only to feed or
 // read it, never across a send that can block or a message to an actor.
@@ -308,5 +310,7 @@ func (n *Node) memberUpdate(p *pipe, e *wire.Envelope) {
 		l.knownRev.Store(e.Revision) // applied: later heartbeats stop here
 		return
 	}
-	_ = n.mesh().TellControl(&memberUpdate{p: p, gen: e.Generation, rev: e.Revision, servers: e.Servers})
+	// A heartbeat's map belongs to the reader's decode memory: the mesh
+	// actor gets a copy.
+	_ = n.mesh().TellControl(&memberUpdate{p: p, gen: e.Generation, rev: e.Revision, servers: maps.Clone(e.Servers)})
 }

@@ -14,7 +14,8 @@ import (
 // A heartbeat allocates nothing at rest, whether the beat loop writes it
 // at once (the socket takes it: no goroutine) or queues it for the
 // writer's loop (the loop starts, encodes, sends and ends when idle); nor
-// does the reader's applying of the peer's heartbeat.
+// does the reader's decoding and applying of the peer's heartbeat (its
+// maps refilled in place: the same channels each time).
 func TestHeartbeatAllocatesNothing(t *testing.T) {
 	for _, atOnce := range []bool{true, false} {
 		name := "queued"
@@ -39,6 +40,10 @@ func heartbeatAllocs(t *testing.T, atOnce bool) {
 	in := wire.Envelope{Kind: wire.KindHeartbeat, Generation: 9, Revision: 4, Servers: map[string]uint16{"echo": 1},
 		Headroom: map[string]uint32{"echo": 5}, Seq: 1}
 	p.link.knownRev.Store(4) // the table holds the peer's revision 4
+	raw, err := wire.AppendFrame(nil, &wire.Frame{Type: wire.FrameBatch, Batch: []wire.Envelope{in}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	k, frames := 0, 0
 	idle := func() bool {
 		p.w.mu.Lock()
@@ -48,8 +53,8 @@ func heartbeatAllocs(t *testing.T, atOnce bool) {
 	step := func() {
 		k++
 		now := t0.Add(time.Duration(k) * iv)
-		n.applyControl(p, &in, now) // the peer's heartbeat, read
-		n.beats.tick(now)           // ours, due at every tick
+		n.onFrame(p, raw) // the peer's heartbeat, read: decoded and applied
+		n.beats.tick(now) // ours, due at every tick
 		if <-sent > 0 {
 			frames++
 		}
@@ -102,7 +107,7 @@ func TestBeats_TickBeforeTheFirstView(t *testing.T) {
 // size) and starts idle, so the first heartbeat starts its loop.
 func beatsRig(t *testing.T, size int) (*Node, *pipe, chan int, time.Time) {
 	cfg := DefaultConfig()
-	n := &Node{cfg: &cfg, gen: 7, table: selection.NewTable()}
+	n := &Node{cfg: &cfg, gen: 7, table: selection.NewTable(), calls: newCallTable()}
 	n.beats.n = n
 	t0 := time.Unix(1_000_000, 0)
 	n.beats.epoch = t0

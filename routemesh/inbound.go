@@ -255,7 +255,7 @@ func (n *Node) onFrame(p *pipe, raw []byte) {
 	// actor keeps its memory (it is not returned).
 	fb := frameBufs.Get().(*frameBuf)
 	f := &fb.f
-	if err := wire.DecodeFrameInto(f, raw, fb.batch); err != nil {
+	if err := wire.DecodeFrameReusing(f, raw, fb.batch, &fb.maps); err != nil {
 		// Not pooled again: the failed decode may have left references
 		// anywhere in the batch array.
 		n.cnt.protocolErrors.Add(1)
@@ -303,6 +303,10 @@ func (n *Node) onFrame(p *pipe, raw []byte) {
 type frameBuf struct {
 	f     wire.Frame
 	batch []wire.Envelope // array the batches are decoded into
+	// maps are the heartbeats' Servers and Headroom maps, refilled by the
+	// next decode: applying a heartbeat reads them, and whatever keeps
+	// one copies it (memberUpdate).
+	maps wire.Maps
 }
 
 var frameBufs = sync.Pool{New: func() any { return new(frameBuf) }}

@@ -155,9 +155,9 @@ func (w *writer) controlReply(corr uint64, payload []byte, headroom map[string]u
 	return true
 }
 
-// tryBeat writes the heartbeat hb (a batch of one) on the caller's goroutine when no loop
-// runs and nothing is queued, and the socket takes it at once: a pipe at
-// rest then starts no goroutine for its heartbeat. The writer is claimed
+// tryBeat writes the heartbeat hb (a batch of one) on the caller's
+// goroutine when no loop runs and nothing is queued, and the socket takes
+// it at once: a pipe at rest then starts no goroutine for its heartbeat. The writer is claimed
 // (as a running loop would be) for the write: what callers queue meanwhile
 // waits, and a loop is started for it after. buf is the caller's encoding
 // buffer (kept between calls). done reports that hb was dealt with: sent,

@@ -10,7 +10,10 @@
 // Frame and Envelope are encoded by hand (msgpack array form, no
 // reflection): AppendFrame appends to a caller-owned buffer so a per-peer
 // writer can reuse it, and DecodeFrame never panics and never allocates more
-// than O(len(input)). Payloads are opaque application msgpack; Packet and
+// than O(len(input)); a reader done with one frame before the next decodes
+// into memory it keeps (DecodeFrameInto), and may have the heartbeats'
+// maps refilled in place (DecodeFrameReusing, Maps). Payloads are opaque
+// application msgpack; Packet and
 // Registry encode them with github.com/vmihailenco/msgpack/v5 after checking
 // their structure with ValidatePayload.
 //

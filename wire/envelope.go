@@ -266,7 +266,11 @@ func (r *reader) envelope(v *Envelope, lastChannel, lastPacket *string) {
 	if n < 8 {
 		return
 	}
-	v.Headroom = r.headroom()
+	if v.Kind == KindHeartbeat && r.maps != nil {
+		v.Headroom = r.heartbeatHeadroom()
+	} else {
+		v.Headroom = r.headroom()
+	}
 	if n < 9 {
 		return
 	}
@@ -278,7 +282,11 @@ func (r *reader) envelope(v *Envelope, lastChannel, lastPacket *string) {
 	if n < 11 {
 		return
 	}
-	v.Servers = r.weights()
+	if v.Kind == KindHeartbeat && r.maps != nil {
+		v.Servers = r.heartbeatServers()
+	} else {
+		v.Servers = r.weights()
+	}
 	if n < 12 {
 		return
 	}

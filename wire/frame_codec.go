@@ -204,7 +204,12 @@ func DecodeFrameInto(f *Frame, b []byte, batch []Envelope) error {
 }
 
 func decodeFrame(f *Frame, b []byte, batch []Envelope) error {
+	return decodeFrameWith(f, b, batch, nil)
+}
+
+func decodeFrameWith(f *Frame, b []byte, batch []Envelope, maps *Maps) error {
 	r := newReader(b)
+	r.maps = maps
 	n := r.ArrayHeader()
 	if r.Err == nil && n < 2 {
 		r.Fail("frame: short header")
@@ -307,15 +312,7 @@ func (r *reader) weights() map[string]uint16 {
 	if isNil || r.Err != nil {
 		return nil
 	}
-	m := make(map[string]uint16, n)
-	for i := 0; i < n && r.Err == nil; i++ {
-		k := r.Str()
-		m[k] = uint16(r.Uint(MaxWeight))
-		if len(m) != i+1 {
-			r.Fail("duplicate map key")
-		}
-	}
-	return m
+	return fresh[uint16](r, n, MaxWeight)
 }
 
 func (r *reader) headroom() map[string]uint32 {
@@ -323,10 +320,15 @@ func (r *reader) headroom() map[string]uint32 {
 	if isNil || r.Err != nil {
 		return nil
 	}
-	m := make(map[string]uint32, n)
+	return fresh[uint32](r, n, math.MaxUint32)
+}
+
+// fresh reads a msgpack map of n entries (its header read) into a new map.
+func fresh[V uint16 | uint32](r *reader, n int, max uint64) map[string]V {
+	m := make(map[string]V, n)
 	for i := 0; i < n && r.Err == nil; i++ {
 		k := r.Str()
-		m[k] = uint32(r.Uint(math.MaxUint32))
+		m[k] = V(r.Uint(max))
 		if len(m) != i+1 {
 			r.Fail("duplicate map key")
 		}

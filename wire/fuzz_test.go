@@ -64,12 +64,22 @@ func FuzzDecodeFrame(f *testing.F) {
 	for _, s := range frameSeeds(f) {
 		f.Add(s)
 	}
+	var maps Maps // kept from input to input: each refill starts from the last
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var fr *Frame
 		var err error
 		n := allocatedBytes(func() { fr, err = DecodeFrame(in) })
 		if n > decodeAllocBound(len(in)) {
 			t.Fatalf("decoding %d bytes allocated %d bytes", len(in), n)
+		}
+		// Refilling the heartbeats' maps decodes exactly the same.
+		var reused Frame
+		rerr := DecodeFrameReusing(&reused, in, nil, &maps)
+		if (rerr == nil) != (err == nil) || err != nil && rerr.Error() != err.Error() {
+			t.Fatalf("DecodeFrameReusing: %v; DecodeFrame: %v", rerr, err)
+		}
+		if err == nil && !reflect.DeepEqual(fr, &reused) {
+			t.Fatalf("DecodeFrameReusing differs:\n%#v\n%#v", fr, &reused)
 		}
 		if err != nil {
 			if fr != nil {

@@ -1,0 +1,136 @@
+package wire
+
+import "math"
+
+// Maps lets a reader that decodes one frame after another refill the
+// Headroom and Servers maps of the Heartbeat envelopes it decodes instead
+// of making new ones (DecodeFrameReusing): a peer's heartbeats carry the
+// same channels each time, so at rest decoding one allocates nothing. The
+// zero value is ready; one Maps serves one decode at a time.
+//
+// The maps of a decoded Heartbeat then belong to the Maps: they are valid
+// until the next decode with it, and whoever keeps one longer (hands it
+// to another goroutine, stores it) must copy it. Other kinds of envelope
+// get maps of their own, as with DecodeFrameInto.
+type Maps struct {
+	servers  [reusedSlots]reused[uint16]
+	headroom [reusedSlots]reused[uint32]
+	ns, nh   int // slots taken by the current decode
+}
+
+// reusedSlots is how many heartbeats of one frame get reused maps (a
+// frame carries one at rest; more get maps of their own).
+const reusedSlots = 2
+
+// reused is a map a decode refills in place. keys holds its keys in the
+// order they were read: the encoder sorts them, so the same set comes in
+// the same order and each key is matched without making a string.
+type reused[V uint16 | uint32] struct {
+	m    map[string]V
+	keys []string
+}
+
+// DecodeFrameReusing is DecodeFrameInto with the maps of Heartbeat
+// envelopes refilled from m (see Maps for who owns them). It fails
+// exactly when DecodeFrame fails, with the same error.
+func DecodeFrameReusing(f *Frame, b []byte, batch []Envelope, m *Maps) error {
+	*f = Frame{}
+	m.ns, m.nh = 0, 0
+	return decodeFrameWith(f, b, batch, m)
+}
+
+// nextServers returns the next slot's Servers map for a heartbeat, nil when
+// no slot is left (the caller makes a map of its own).
+func (m *Maps) nextServers() *reused[uint16] {
+	if m == nil || m.ns == reusedSlots {
+		return nil
+	}
+	m.ns++
+	return &m.servers[m.ns-1]
+}
+
+func (m *Maps) nextHeadroom() *reused[uint32] {
+	if m == nil || m.nh == reusedSlots {
+		return nil
+	}
+	m.nh++
+	return &m.headroom[m.nh-1]
+}
+
+// refill reads a msgpack map of n entries (its header read) into u's map,
+// which ends up holding exactly those entries. A key read in the same
+// place as last time reuses that key's string.
+func refill[V uint16 | uint32](r *reader, u *reused[V], n int, max uint64) map[string]V {
+	if u.m == nil {
+		u.m = make(map[string]V, n)
+	}
+	m, old := u.m, u.keys
+	same := true // keys[:i] are the keys read so far
+	for i := 0; i < n && r.Err == nil; i++ {
+		kb := r.StrBytes()
+		v := V(r.Uint(max))
+		if r.Err != nil {
+			break
+		}
+		if same && i < len(old) && string(kb) == old[i] {
+			m[old[i]] = v
+			continue
+		}
+		if same { // from here on the keys differ: drop the old ones left
+			for _, k := range old[i:] {
+				delete(m, k)
+			}
+			u.keys, same = old[:i], false
+		}
+		k := string(kb)
+		m[k] = v
+		u.keys = append(u.keys, k)
+		if len(m) != i+1 {
+			r.Fail("duplicate map key")
+		}
+	}
+	if r.Err != nil {
+		clear(m) // a failed decode leaves nothing to match next time
+		u.keys = u.keys[:0]
+		return m
+	}
+	if same && n < len(old) {
+		for _, k := range old[n:] {
+			delete(m, k)
+		}
+		u.keys = old[:n]
+	}
+	return m
+}
+
+// maxReusedEntries is the largest map refilled in place: a larger one is
+// decoded into a map of its own, so a Maps never keeps more than this.
+const maxReusedEntries = 64
+
+// heartbeatServers reads the Servers map of a heartbeat into a reused map
+// when a slot is left.
+func (r *reader) heartbeatServers() map[string]uint16 {
+	n, isNil := r.MapHeader()
+	if isNil || r.Err != nil {
+		return nil
+	}
+	if n <= maxReusedEntries {
+		if u := r.maps.nextServers(); u != nil {
+			return refill(r, u, n, MaxWeight)
+		}
+	}
+	return fresh[uint16](r, n, MaxWeight)
+}
+
+func (r *reader) heartbeatHeadroom() map[string]uint32 {
+	n, isNil := r.MapHeader()
+	if isNil || r.Err != nil {
+		return nil
+	}
+	if n <= maxReusedEntries {
+		if u := r.maps.nextHeadroom(); u != nil {
+			return refill(r, u, n, math.MaxUint32)
+		}
+	}
+	return fresh[uint32](r, n, math.MaxUint32)
+}
