@@ -110,27 +110,24 @@ const maxReusedEntries = 64
 // heartbeatServers reads the Servers map of a heartbeat into a reused map
 // when a slot is left.
 func (r *reader) heartbeatServers() map[string]uint16 {
-	n, isNil := r.MapHeader()
-	if isNil || r.Err != nil {
-		return nil
-	}
-	if n <= maxReusedEntries {
-		if u := r.maps.nextServers(); u != nil {
-			return refill(r, u, n, MaxWeight)
-		}
-	}
-	return fresh[uint16](r, n, MaxWeight)
+	return heartbeatMap(r, r.maps.nextServers, MaxWeight)
 }
 
 func (r *reader) heartbeatHeadroom() map[string]uint32 {
+	return heartbeatMap(r, r.maps.nextHeadroom, math.MaxUint32)
+}
+
+// heartbeatMap reads a heartbeat's map into the slot next gives, or into a
+// map of its own when it is large or no slot is left.
+func heartbeatMap[V uint16 | uint32](r *reader, next func() *reused[V], max uint64) map[string]V {
 	n, isNil := r.MapHeader()
 	if isNil || r.Err != nil {
 		return nil
 	}
 	if n <= maxReusedEntries {
-		if u := r.maps.nextHeadroom(); u != nil {
-			return refill(r, u, n, math.MaxUint32)
+		if u := next(); u != nil {
+			return refill(r, u, n, max)
 		}
 	}
-	return fresh[uint32](r, n, math.MaxUint32)
+	return fresh[V](r, n, max)
 }

@@ -139,3 +139,24 @@ func TestDecodeFrameReusing_DuplicateKey(t *testing.T) {
 		t.Fatalf("after a refused frame: %v", h)
 	}
 }
+
+// A map larger than a Maps keeps is decoded into a map of its own (the
+// Maps holds nothing of it), and decodes right either way.
+func TestDecodeFrameReusing_LargeMapNotKept(t *testing.T) {
+	big := map[string]uint32{}
+	for i := range maxReusedEntries + 1 {
+		big[string(rune('A'+i%26))+string(rune('a'+i/26))] = uint32(i)
+	}
+	raw := heartbeatFrame(t, Envelope{Kind: KindHeartbeat, Generation: 1, Headroom: big})
+	var m Maps
+	var f Frame
+	if err := DecodeFrameReusing(&f, raw, nil, &m); err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(f.Batch[0].Headroom, big) {
+		t.Fatalf("decoded %d entries, want %d", len(f.Batch[0].Headroom), len(big))
+	}
+	if m.headroom[0].m != nil || m.nh != 0 {
+		t.Fatal("a map over the limit was kept by the Maps")
+	}
+}
