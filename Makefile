@@ -8,7 +8,7 @@ PKGS     := ./...
 RACE     ?= -race
 TESTFLAGS ?= -count=1 -timeout 12m
 
-.PHONY: all build test test-short test-long bench bench-compare demo lint clean deps fuzz
+.PHONY: all build test test-short test-long bench bench-compare demo lint clean deps fuzz allocs
 
 all: build
 
@@ -22,7 +22,14 @@ deps:
 test: deps
 	$(GO) vet $(PKGS)
 	$(GO) test $(RACE) $(TESTFLAGS) $(PKGS)
+	$(MAKE) allocs
 	$(MAKE) fuzz
+
+# allocs runs, without -race, the tests that count allocations through a
+# sync.Pool (the race detector's Pool drops items at random, so under
+# -race they check behaviour only): the heartbeat path end to end.
+allocs:
+	$(GO) test -count=1 -run 'AllocatesNothing|AllocateNothing' ./routemesh/ ./wire/
 
 # fuzz runs each fuzz target of the input doors (docs/security.md): the
 # YAML config loader and the CLI's flag values, the store's record and

@@ -62,8 +62,12 @@ func heartbeatAllocs(t *testing.T, atOnce bool) {
 			runtime.Gosched()
 		}
 	}
-	step() // the lanes, the batch and the buffer grow once
-	if allocs := testing.AllocsPerRun(200, step); allocs != 0 {
+	step()           // the lanes, the batch and the buffer grow once
+	if raceEnabled { // the pooled decode memory is dropped at random
+		for range 201 {
+			step()
+		}
+	} else if allocs := testing.AllocsPerRun(200, step); allocs != 0 {
 		t.Fatalf("a heartbeat allocates %.1f times; want 0", allocs)
 	}
 	if frames != 202 {

@@ -1,0 +1,5 @@
+//go:build !race
+
+package routemesh
+
+const raceEnabled = false
