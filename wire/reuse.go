@@ -39,22 +39,15 @@ func DecodeFrameReusing(f *Frame, b []byte, batch []Envelope, m *Maps) error {
 	return decodeFrameWith(f, b, batch, m)
 }
 
-// nextServers returns the next slot's Servers map for a heartbeat, nil when
-// no slot is left (the caller makes a map of its own).
-func (m *Maps) nextServers() *reused[uint16] {
-	if m == nil || m.ns == reusedSlots {
+// nextSlot returns the next of slots for the current decode (used counts
+// those taken), nil when none is left or there is no Maps: the caller
+// makes a map of its own.
+func nextSlot[V uint16 | uint32](slots *[reusedSlots]reused[V], used *int) *reused[V] {
+	if *used == reusedSlots {
 		return nil
 	}
-	m.ns++
-	return &m.servers[m.ns-1]
-}
-
-func (m *Maps) nextHeadroom() *reused[uint32] {
-	if m == nil || m.nh == reusedSlots {
-		return nil
-	}
-	m.nh++
-	return &m.headroom[m.nh-1]
+	*used++
+	return &slots[*used-1]
 }
 
 // refill reads a msgpack map of n entries (its header read) into u's map,
@@ -110,22 +103,22 @@ const maxReusedEntries = 64
 // heartbeatServers reads the Servers map of a heartbeat into a reused map
 // when a slot is left.
 func (r *reader) heartbeatServers() map[string]uint16 {
-	return heartbeatMap(r, r.maps.nextServers, MaxWeight)
+	return heartbeatMap(r, &r.maps.servers, &r.maps.ns, MaxWeight)
 }
 
 func (r *reader) heartbeatHeadroom() map[string]uint32 {
-	return heartbeatMap(r, r.maps.nextHeadroom, math.MaxUint32)
+	return heartbeatMap(r, &r.maps.headroom, &r.maps.nh, math.MaxUint32)
 }
 
-// heartbeatMap reads a heartbeat's map into the slot next gives, or into a
+// heartbeatMap reads a heartbeat's map into the next of slots, or into a
 // map of its own when it is large or no slot is left.
-func heartbeatMap[V uint16 | uint32](r *reader, next func() *reused[V], max uint64) map[string]V {
+func heartbeatMap[V uint16 | uint32](r *reader, slots *[reusedSlots]reused[V], used *int, max uint64) map[string]V {
 	n, isNil := r.MapHeader()
 	if isNil || r.Err != nil {
 		return nil
 	}
 	if n <= maxReusedEntries {
-		if u := next(); u != nil {
+		if u := nextSlot(slots, used); u != nil {
 			return refill(r, u, n, max)
 		}
 	}
