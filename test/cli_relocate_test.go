@@ -124,10 +124,12 @@ func TestCLIRelocate_DrainMovesCounters(t *testing.T) {
 	}
 
 	// Counters until the first node owns at least one (placement spreads
-	// them; a handful suffices).
+	// them once a caller sees both servers: the first callers may see only
+	// the one that started first, so keep going until a deadline).
 	owners := map[string]string{}
 	values := map[string]string{}
-	for i := 0; i < 12; i++ {
+	deadline := time.Now().Add(30 * time.Second)
+	for i := 0; time.Now().Before(deadline); i++ {
 		id := fmt.Sprintf("player-%d", i)
 		v := fmt.Sprint(10 + i)
 		owners[id] = spotOK(t, call("counter", id, "add", v), v)
