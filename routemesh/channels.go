@@ -10,15 +10,14 @@ import (
 )
 
 // channelOwner is the part of one ChannelName registration that outlives
-// the actors: the Server owner's handler pool and hung tracker
+// the actors: the Server owner's handler pool with its hung tracker
 // (shared by every incarnation of channel:<name>) and the selection
 // report. The owner actor itself is in the node's view.
 type channelOwner struct {
 	name   string
 	role   Role
 	reg    *channelReg
-	pool   *handlerPool // Server only: running handlers
-	track  *hungTracker // Server only
+	pool   *handlerPool // Server only: running handlers and their deadlines
 	served *servedStats // Server only: what it served
 	// last is the last selection decision made by this node on the channel.
 	last  atomic.Pointer[Selection]
@@ -69,12 +68,10 @@ func (n *Node) initChannels() {
 				conc = n.cfg.HandlerConcurrency
 			}
 			co.pool = newHandlerPool(n.ctx, conc)
-			co.track = newHungTracker()
 			co.served = newServedStats(reg.name, reg.requests, reg.sends)
 		}
 		n.channels[reg.name] = co
 	}
-	n.directTrack = newHungTracker()
 	n.directServed = newServedStats("", n.cfg.directRequests, n.cfg.directSends)
 	n.directPool = newHandlerPool(n.ctx, n.cfg.HandlerConcurrency)
 }
@@ -97,7 +94,7 @@ func (n *Node) directSpec() actors.Spec {
 		MaxMessages: n.cfg.Socket.MailboxMessageBudget, MaxBytes: n.cfg.Socket.MailboxByteBudget,
 		Producer: func() actors.Actor {
 			return &ownerActor{n: n, requests: n.cfg.directRequests, sends: n.cfg.directSends,
-				pool: n.directPool, track: n.directTrack, served: n.directServed}
+				pool: n.directPool, served: n.directServed}
 		},
 	}
 }
@@ -127,7 +124,7 @@ func (a *channelsActor) Receive(c *actors.Context) {
 			Name: "channel:" + name, Kind: "channel",
 			MaxMessages: n.cfg.Socket.MailboxMessageBudget, MaxBytes: n.cfg.Socket.MailboxByteBudget,
 			Producer: func() actors.Actor {
-				return &ownerActor{n: n, channel: co.name, requests: co.reg.requests, sends: co.reg.sends, pool: co.pool, track: co.track, served: co.served}
+				return &ownerActor{n: n, channel: co.name, requests: co.reg.requests, sends: co.reg.sends, pool: co.pool, served: co.served}
 			},
 		})
 		if err != nil {

@@ -15,60 +15,76 @@ import (
 // (callers get ErrBusy) and says so in status — it never kills live work.
 // Admission resumes by itself once the count drops below the threshold.
 
-// hungTracker is the set of running handlers of one owner with their
-// deadlines: a small leaf structure (mutex inside), shared across restarts.
-// Entries live in a slice reused through a free list (at most the
-// owner's handler concurrency are in use), so a handler costs no map
-// update.
+// hungTracker is the run slots of one owner's pool workers: a small leaf
+// structure (mutex inside) shared across restarts. A worker registers its
+// slot once when it starts and removes it when it leaves; a handler's start
+// and end are a store into its worker's own slot (one writer, a cache line
+// of its own), so handlers running side by side touch no shared word. The
+// sweep and the status read the slots.
 type hungTracker struct {
-	mu      sync.Mutex
-	running []time.Time // by key; zero = free
-	free    []int       // free keys
-	inUse   int
-	hung    atomic.Int64 // last count, for status
+	mu    sync.Mutex
+	slots map[*runSlot]struct{}
 }
 
-func newHungTracker() *hungTracker { return &hungTracker{} }
-
-// start records a handler that must end by deadline and returns its key.
-func (h *hungTracker) start(deadline time.Time) int {
-	h.mu.Lock()
-	var k int
-	if n := len(h.free); n > 0 {
-		k = h.free[n-1]
-		h.free = h.free[:n-1]
-		h.running[k] = deadline
-	} else {
-		k = len(h.running)
-		h.running = append(h.running, deadline)
-	}
-	h.inUse++
-	h.mu.Unlock()
-	return k
+// runSlot is what one pool worker runs: the deadline of its handler (Unix
+// nanoseconds), 0 while it runs none. Padded to a cache line: the worker
+// writes it twice per handler while other workers write theirs.
+type runSlot struct {
+	deadline atomic.Int64
+	_        [56]byte
 }
 
-// end forgets a handler that returned.
-func (h *hungTracker) end(k int) {
+func newHungTracker() *hungTracker { return &hungTracker{slots: map[*runSlot]struct{}{}} }
+
+// add registers a worker's slot.
+func (h *hungTracker) add(s *runSlot) {
 	h.mu.Lock()
-	h.running[k] = time.Time{}
-	h.free = append(h.free, k)
-	h.inUse--
+	h.slots[s] = struct{}{}
 	h.mu.Unlock()
 }
+
+// remove forgets a worker's slot (the worker leaves).
+func (h *hungTracker) remove(s *runSlot) {
+	h.mu.Lock()
+	delete(h.slots, s)
+	h.mu.Unlock()
+}
+
+// start records that the slot's worker runs a handler that must end by
+// deadline.
+func (s *runSlot) start(deadline time.Time) { s.deadline.Store(max(deadline.UnixNano(), 1)) }
+
+// end records that the slot's handler returned.
+func (s *runSlot) end() { s.deadline.Store(0) }
 
 // overdue counts the handlers past their deadline at now, and all the
 // handlers running.
 func (h *hungTracker) overdue(now time.Time) (hung, running int) {
+	t := now.UnixNano()
 	h.mu.Lock()
-	for _, d := range h.running {
-		if !d.IsZero() && now.After(d) {
-			hung++
+	for s := range h.slots {
+		if d := s.deadline.Load(); d != 0 {
+			running++
+			if t > d {
+				hung++
+			}
 		}
 	}
-	running = h.inUse
 	h.mu.Unlock()
-	h.hung.Store(int64(hung))
 	return hung, running
+}
+
+// running counts the handlers running now.
+func (h *hungTracker) running() int64 {
+	var n int64
+	h.mu.Lock()
+	for s := range h.slots {
+		if s.deadline.Load() != 0 {
+			n++
+		}
+	}
+	h.mu.Unlock()
+	return n
 }
 
 type hungCheck struct{ epoch uint64 }
@@ -84,7 +100,7 @@ func (m *meshActor) hungSweep() {
 	total := 0
 	reg := n.sys.Registry()
 	for _, o := range n.owners(n.load()) {
-		c, running := o.track.overdue(now)
+		c, running := o.pool.track.overdue(now)
 		o.pool.trim() // workers idle since the last sweep leave
 		total += c
 		reg.SetHung(o.path, c)
@@ -108,20 +124,19 @@ func (m *meshActor) hungSweep() {
 	time.AfterFunc(n.cfg.HungCheckInterval, func() { _ = ref.TellControl(&hungCheck{epoch: epoch}) })
 }
 
-// ownerInfo names one owner's tracker and tree path.
+// ownerInfo names one owner's pool and tree path.
 type ownerInfo struct {
-	path  string
-	track *hungTracker
-	pool  *handlerPool
+	path string
+	pool *handlerPool
 }
 
 func (n *Node) owners(v *view) []ownerInfo {
 	out := make([]ownerInfo, 0, len(v.owners)+1)
 	if v.direct != nil {
-		out = append(out, ownerInfo{path: v.direct.Path(), track: n.directTrack, pool: n.directPool})
+		out = append(out, ownerInfo{path: v.direct.Path(), pool: n.directPool})
 	}
 	for name, ref := range v.owners {
-		out = append(out, ownerInfo{path: ref.Path(), track: n.channels[name].track, pool: n.channels[name].pool})
+		out = append(out, ownerInfo{path: ref.Path(), pool: n.channels[name].pool})
 	}
 	return out
 }

@@ -118,11 +118,9 @@ type Node struct {
 	rngMu    sync.Mutex               // guards rng (a leaf: one pick per call)
 	rng      *rand.Rand               // weighted selection
 	work     workCount                // admitted inbound work not yet finished (drain, stop)
-	// Hung-handler detection (hung.go).
-	directTrack *hungTracker
 	// directServed counts what the Node-direct scope served.
 	directServed *servedStats
-	directPool   *handlerPool // Node-direct running handlers (shared by every owner incarnation)
+	directPool   *handlerPool // Node-direct running handlers and their deadlines (hung.go; shared by every owner incarnation)
 	// incarnations counts mesh actor incarnations (each one's epoch).
 	incarnations atomic.Uint64
 	callsClosed  atomic.Bool // Stop has failed every pending call (written by Stop)

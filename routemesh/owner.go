@@ -27,9 +27,8 @@ type ownerActor struct {
 	channel  string
 	requests map[string]RequestHandler
 	sends    map[string]SendHandler
-	pool     *handlerPool   // shared across restarts: running handlers
+	pool     *handlerPool   // shared across restarts: running handlers and their deadlines
 	q        *mailbox.Quota // the owner's budgets (from Started)
-	track    *hungTracker   // shared across restarts: running handlers' deadlines
 	served   *servedStats   // shared across restarts: what it served
 }
 
@@ -104,13 +103,14 @@ func (o *ownerActor) refuse(m *inbound, err error) {
 // keeps its frames small (the error answers are out of line), so a handler
 // that itself needs little stack never makes the worker grow and copy its
 // stack.
-func (o *ownerActor) handle(m *inbound) {
+// s is the worker's run slot (the hung check reads its deadline).
+func (o *ownerActor) handle(m *inbound, s *runSlot) {
 	defer o.n.work.done()
 	switch m.env.Kind {
 	case wire.KindSend:
-		o.handleSend(m)
+		o.handleSend(m, s)
 	case wire.KindRequest:
-		o.handleRequest(m)
+		o.handleRequest(m, s)
 	}
 }
 
@@ -120,7 +120,7 @@ func (o *ownerActor) initContext(m *inbound) *Context {
 	return hc
 }
 
-func (o *ownerActor) handleSend(m *inbound) {
+func (o *ownerActor) handleSend(m *inbound, s *runSlot) {
 	h := o.sends[m.env.Packet]
 	if h == nil {
 		o.served.unknown.sends.Add(1)
@@ -134,16 +134,16 @@ func (o *ownerActor) handleSend(m *inbound) {
 	hc.Context = o.n.hctx
 	sp := o.n.startHandler(m, hc)
 	at := arrival(m)
-	k := o.track.start(at.Add(DefaultRequestTimeout))
+	s.start(at.Add(DefaultRequestTimeout))
 	ps := o.served.of(m.env.Packet)
-	start := o.served.began(ps, at)
+	queued := ps.began(at)
 	o.runSend(h, hc, m.env.Payload)
-	o.served.ended(ps, start, true, nil)
-	o.track.end(k)
+	ps.ended(at, queued, true, nil)
+	s.end()
 	endSpan(sp, nil)
 }
 
-func (o *ownerActor) handleRequest(m *inbound) {
+func (o *ownerActor) handleRequest(m *inbound, s *runSlot) {
 	h := o.requests[m.env.Packet]
 	if h == nil {
 		o.refuseUnknown(m)
@@ -154,12 +154,12 @@ func (o *ownerActor) handleRequest(m *inbound) {
 	m.dc.parent, m.dc.deadline = o.n.hctx, at.Add(time.Duration(m.env.TimeoutMs)*time.Millisecond)
 	hc.Context = &m.dc
 	sp := o.n.startHandler(m, hc)
-	k := o.track.start(m.dc.deadline)
+	s.start(m.dc.deadline)
 	ps := o.served.of(m.env.Packet)
-	start := o.served.began(ps, at)
+	queued := ps.began(at)
 	out, err := o.runRequest(h, hc, m.env.Payload)
-	o.served.ended(ps, start, false, handlerResult(err))
-	o.track.end(k)
+	ps.ended(at, queued, false, handlerResult(err))
+	s.end()
 	m.dc.release()
 	endSpan(sp, err)
 	if err != nil {

@@ -25,6 +25,7 @@ import (
 // goroutines; the node's end retires the rest.
 type handlerPool struct {
 	limit int
+	track *hungTracker // the workers' run slots
 
 	mu      sync.Mutex
 	closed  bool          // the node has ended: workers exit instead of parking
@@ -50,12 +51,13 @@ type poolJob struct {
 type poolWorker struct {
 	wake chan poolJob // buffered 1
 	gen  uint64       // the pool's gen when it parked
+	slot runSlot      // what it runs (registered in the pool's tracker)
 }
 
 // newHandlerPool returns a pool whose workers all leave once ctx (the
 // node's life) ends.
 func newHandlerPool(ctx context.Context, limit int) *handlerPool {
-	p := &handlerPool{limit: limit, queue: make([]poolJob, limit), room: make(chan struct{}, 1)}
+	p := &handlerPool{limit: limit, track: newHungTracker(), queue: make([]poolJob, limit), room: make(chan struct{}, 1)}
 	context.AfterFunc(ctx, p.close)
 	return p
 }
@@ -106,8 +108,10 @@ func (p *handlerPool) submit(j poolJob, done <-chan struct{}) bool {
 
 // work runs jobs until the worker is retired or the node has ended.
 func (p *handlerPool) work(w *poolWorker, j poolJob) {
+	p.track.add(&w.slot)
+	defer p.track.remove(&w.slot)
 	for {
-		p.run(j)
+		p.run(w, j)
 		p.mu.Lock()
 		if p.qlen > 0 {
 			j = p.queue[p.qhead]
@@ -146,7 +150,7 @@ func (p *handlerPool) work(w *poolWorker, j poolJob) {
 // run runs one job. A queued one first gives back the budget it kept, and
 // is refused instead when the node has begun to stop meanwhile (as the
 // owner refuses what it takes from its mailbox then).
-func (p *handlerPool) run(j poolJob) {
+func (p *handlerPool) run(w *poolWorker, j poolJob) {
 	if j.q != nil {
 		j.q.Release(int64(j.m.Size()))
 		if j.o.n.hctx != nil && j.o.n.hctx.Err() != nil {
@@ -154,7 +158,7 @@ func (p *handlerPool) run(j poolJob) {
 			return
 		}
 	}
-	j.o.handle(j.m)
+	j.o.handle(j.m, &w.slot)
 }
 
 // wakeOwner wakes the owner waiting in submit (p.waiting was set).

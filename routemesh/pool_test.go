@@ -15,7 +15,7 @@ func poolOwner(entered chan<- struct{}, release <-chan struct{}) *ownerActor {
 	sends := map[string]SendHandler{
 		"block": func(*Context, []byte) { entered <- struct{}{}; <-release },
 	}
-	return &ownerActor{n: n, track: newHungTracker(), sends: sends, served: newServedStats("", nil, sends)}
+	return &ownerActor{n: n, sends: sends, served: newServedStats("", nil, sends)}
 }
 
 func poolMsg() *inbound {

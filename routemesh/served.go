@@ -34,7 +34,6 @@ type servedStats struct {
 	channel string
 	packets map[string]*packetStats
 	unknown packetStats
-	running atomic.Int64 // handlers running now
 }
 
 func newServedStats(channel string, requests map[string]RequestHandler, sends map[string]SendHandler) *servedStats {
@@ -60,19 +59,18 @@ func (s *servedStats) of(packet string) *packetStats {
 }
 
 // began records a handler starting now for a message that arrived at
-// arrived; it returns the start time for ended.
-func (s *servedStats) began(p *packetStats, arrived time.Time) time.Time {
-	now := time.Now()
-	p.queued.observe(now.Sub(arrived))
-	s.running.Add(1)
-	return now
+// arrived; it returns the time the message waited, for ended. (Durations
+// since arrived read only the monotonic clock: cheaper than time.Now.)
+func (p *packetStats) began(arrived time.Time) time.Duration {
+	queued := time.Since(arrived)
+	p.queued.observe(queued)
+	return queued
 }
 
-// ended records a handler that began at start finishing with err (a
-// request) or a one-way message (send).
-func (s *servedStats) ended(p *packetStats, start time.Time, send bool, err error) {
-	p.latency.observe(time.Since(start))
-	s.running.Add(-1)
+// ended records a handler for a message that arrived at arrived and waited
+// queued finishing with err (a request) or a one-way message (send).
+func (p *packetStats) ended(arrived time.Time, queued time.Duration, send bool, err error) {
+	p.latency.observe(time.Since(arrived) - queued)
 	if send {
 		p.sends.Add(1)
 		return
@@ -127,8 +125,9 @@ func (p ServedPacket) Total() uint64 {
 	return n
 }
 
-func (s *servedStats) snapshot() ServedStatus {
-	out := ServedStatus{Channel: s.channel, Running: s.running.Load()}
+// snapshot is what the scope served, with running handlers running now.
+func (s *servedStats) snapshot(running int64) ServedStatus {
+	out := ServedStatus{Channel: s.channel, Running: running}
 	names := make([]string, 0, len(s.packets))
 	for name := range s.packets {
 		names = append(names, name)
@@ -163,7 +162,7 @@ func (p *packetStats) snapshot(name string) ServedPacket {
 // served lists what the node's handler scopes served: the Node-direct
 // scope first, then each Server channel by name.
 func (n *Node) served() []ServedStatus {
-	out := []ServedStatus{n.directServed.snapshot()}
+	out := []ServedStatus{n.directServed.snapshot(n.directPool.track.running())}
 	names := make([]string, 0, len(n.channels))
 	for name, co := range n.channels {
 		if co.served != nil {
@@ -172,7 +171,8 @@ func (n *Node) served() []ServedStatus {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		out = append(out, n.channels[name].served.snapshot())
+		co := n.channels[name]
+		out = append(out, co.served.snapshot(co.pool.track.running()))
 	}
 	return out
 }
