@@ -94,7 +94,7 @@ type PeerStatus struct {
 	State     PeerState `json:"state"`
 	Endpoint  string    `json:"endpoint,omitempty"`
 	Outbound  bool      `json:"outbound"`
-	Pipe      string    `json:"pipe,omitempty"` // identity of the ready pipe (the dialer's socket identity)
+	Pipe      string    `json:"pipe,omitempty"` // key of the ready pipe: the dialer's socket identity (inbound: with '#' and the listener's connection number)
 	LastError string    `json:"last_error,omitempty"`
 	Since     time.Time `json:"since"`
 	// Identity is the security identity the peer proved in the handshake

@@ -88,6 +88,7 @@ type Config struct {
 // ConnEvent describes a closed or rejected connection.
 type ConnEvent struct {
 	Identity string // peer socket identity from its READY; "" if not seen
+	Key      string // the connection's key (ConnKey); "" without an identity
 	Remote   string // peer address host:port
 	Reason   error  // why; ErrClosedLocally, io.EOF, or a guard error
 }

@@ -33,6 +33,7 @@ type conn struct {
 	cfg      Config
 	ln       *listener // nil for dialed conns
 	remote   string
+	serial   uint64    // this conn's number in the process (ConnKey)
 	deadline time.Time // end of the handshake
 
 	// Accepted conns: the source and pool its pending slot was counted in
@@ -93,6 +94,7 @@ func newConn(tcp net.Conn, tc *tls.Conn, tlsUp bool, cfg Config, ln *listener, s
 		cfg:      cfg,
 		ln:       ln,
 		remote:   raw.RemoteAddr().String(),
+		serial:   connSerials.Add(1),
 		deadline: start.Add(cfg.HandshakeTimeout),
 		br:       newLazyReader(raw, cfg.ReadBufferSize),
 		rp:       newFrameParser(cfg.MaxFrame),
@@ -282,6 +284,9 @@ func (c *conn) closeWith(reason error, rejected bool) {
 	}
 	ev := ConnEvent{Identity: c.identity, Remote: c.remote, Reason: reason}
 	c.mu.Unlock()
+	if ev.Identity != "" {
+		ev.Key = ConnKey(ev.Identity, c.serial)
+	}
 
 	// The TCP connection is closed directly, never through TLS: no
 	// close_notify is needed (ZMTP frames delimit themselves, and a TLS

@@ -71,8 +71,10 @@ func (in *Inbound) Send(identity, frame []byte) error {
 	if c := in.live(identity); c != nil {
 		return c.writeMessage(frame)
 	}
-	return &net.OpError{Op: "write", Net: Scheme, Err: ErrNotConnected}
+	return errNotConnected()
 }
+
+func errNotConnected() error { return &net.OpError{Op: "write", Net: Scheme, Err: ErrNotConnected} }
 
 // live returns the live connection that announced identity, or nil.
 func (in *Inbound) live(identity []byte) *conn {
@@ -188,6 +190,7 @@ func (c *conn) readMessage() ([]byte, error) {
 // Received is one message read directly from an inbound connection.
 type Received struct {
 	Identity string // the connection's identity (from its READY)
+	Key      string // the connection's key (ConnKey)
 	Frame    []byte // the message's one frame; nil with Err
 	Err      error  // ErrMultipart: a message of several frames, skipped
 }
@@ -216,6 +219,7 @@ func (c *conn) pumpInbound() error {
 	c.mu.Lock()
 	id := c.identity
 	c.mu.Unlock()
+	key := ConnKey(id, c.serial)
 	msgs, fn := c.cfg.Inbound.msgs, c.cfg.Inbound.fn
 	for {
 		frame, err := c.readMessage()
@@ -226,11 +230,11 @@ func (c *conn) pumpInbound() error {
 			c.spoke.Store(true) // the first message: it is not silent
 		}
 		if fn != nil {
-			fn(Received{Identity: id, Frame: frame, Err: err})
+			fn(Received{Identity: id, Key: key, Frame: frame, Err: err})
 			continue
 		}
 		select {
-		case msgs <- Received{Identity: id, Frame: frame, Err: err}:
+		case msgs <- Received{Identity: id, Key: key, Frame: frame, Err: err}:
 		case <-c.closedCh:
 			return opError("read", c, net.ErrClosed)
 		}

@@ -34,9 +34,14 @@ func (in *Inbound) Authenticated(identity string) bool {
 	if c == nil {
 		return false
 	}
+	l.authenticated(c)
+	return true
+}
+
+// authenticated ends c's handshake as the owner's (Authenticated).
+func (l *listener) authenticated(c *conn) {
 	c.authenticate()
 	l.handshakeEnded(c)
-	return true
 }
 
 // lookup finds the live inbound connection that announced identity, and
@@ -69,7 +74,15 @@ func (in *Inbound) Disconnect(identity string) bool {
 	if c == nil {
 		return false
 	}
-	c.closeWith(ErrDisconnected, false)
-	l.release(identity, c)
+	in.disconnect(l, c)
 	return true
+}
+
+// disconnect closes c and lets its identity go.
+func (in *Inbound) disconnect(l *listener, c *conn) {
+	c.closeWith(ErrDisconnected, false)
+	c.mu.Lock()
+	identity := c.identity
+	c.mu.Unlock()
+	l.release(identity, c)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -64,15 +65,23 @@ type closed struct {
 	ids []string
 }
 
+// has reports whether a connection key with identity id was reported.
 func (c *closed) has(id string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, x := range c.ids {
-		if x == id {
+		if transport.KeyIdentity(x) == id {
 			return true
 		}
 	}
 	return false
+}
+
+// hasKey reports whether key itself was reported.
+func (c *closed) hasKey(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Contains(c.ids, key)
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -110,31 +119,35 @@ func TestTransport_Suite(t *testing.T) {
 			}
 			defer c.Close()
 
-			// Dialer → listener, addressed by the dialer's identity; the
-			// sender may reuse its buffer once Send returns.
+			// Dialer → listener, named by the connection's key (its
+			// dialer's identity within); the sender may reuse its buffer
+			// once Send returns.
 			buf := []byte("hello")
 			if err := c.Send(buf); err != nil {
 				t.Fatal(err)
 			}
 			copy(buf, "XXXXX")
 			id, f, err := ln.Recv()
-			if err != nil || id != "pipe-1" || string(f) != "hello" {
+			if err != nil || transport.KeyIdentity(id) != "pipe-1" || string(f) != "hello" {
 				t.Fatalf("listener Recv = %q %q %v", id, f, err)
 			}
-			// Listener → the pipe by identity; an unknown one is dropped.
+			// Listener → the pipe by its key; an unknown one is dropped.
 			if err := ln.Send([]byte("nobody"), []byte("lost")); err != nil {
 				t.Fatalf("send to an unknown identity = %v, want a silent drop", err)
 			}
-			if err := ln.Send([]byte("pipe-1"), []byte("back")); err != nil {
+			if err := ln.Send([]byte(id), []byte("back")); err != nil {
 				t.Fatal(err)
 			}
 			if f, err := c.Recv(); err != nil || string(f) != "back" {
 				t.Fatalf("conn Recv = %q %v", f, err)
 			}
 
-			// A closed dialer is reported by identity.
+			// A closed dialer is reported by its key.
 			_ = c.Close()
 			waitFor(t, "OnClosed(pipe-1)", func() bool { return cl.has("pipe-1") })
+			if !cl.hasKey(id) {
+				t.Fatalf("OnClosed reported %v, not the key %q", cl.ids, id)
+			}
 
 			// The listener closing ends its dialers' Recv.
 			c2, err := p.dial.Dial(ctx, ep, "pipe-2")
@@ -145,7 +158,7 @@ func TestTransport_Suite(t *testing.T) {
 			if err := c2.Send([]byte("hi")); err != nil {
 				t.Fatal(err)
 			}
-			if id, _, err := ln.Recv(); err != nil || id != "pipe-2" {
+			if id, _, err := ln.Recv(); err != nil || transport.KeyIdentity(id) != "pipe-2" {
 				t.Fatalf("listener Recv = %q %v", id, err)
 			}
 			recvErr := make(chan error, 1)

@@ -3,6 +3,8 @@ package transport
 import (
 	"context"
 	"net"
+
+	"github.com/zlink-go/zlink/internal/zguard"
 )
 
 // Transport creates a node's listener and its outbound pipes. It must be
@@ -46,6 +48,14 @@ type Events struct {
 
 // Listener is a bound endpoint shared by every inbound pipe.
 //
+// The identity a listener reports and takes is the key of one inbound
+// connection. A transport that lets a dialer's identity pass to a new
+// connection while an event or frame of its closed one may still be on
+// its way keys each connection apart (zmq: the identity, '#', the
+// connection's number, never reused in the process; see KeyIdentity), so
+// the owner never takes the old connection's close, frames or sends for
+// the new one's. memnet's keys are the dialers' identities.
+//
 // Recv is called by one goroutine at a time; Send may be called from many
 // goroutines at once (one per inbound pipe writer); Close may be called at
 // any time, more than once, and unblocks Recv.
@@ -58,7 +68,7 @@ type Listener interface {
 	// the listener stays usable. After Close it returns an error wrapping
 	// ErrClosed.
 	Recv() (identity string, frame []byte, err error)
-	// Send queues frame for the pipe with identity and returns once the
+	// Send queues frame for the pipe of identity (its key) and returns once the
 	// transport no longer needs frame (the caller may reuse it). A send to
 	// an unknown or closed identity is dropped silently (nil). It may block
 	// while the peer does not read, at most the transport's write timeout.
@@ -119,3 +129,6 @@ const HeaderRoom = 2
 
 // TryMax is the largest frame a TrySend message carries.
 const TryMax = 255
+
+// KeyIdentity is the dialer's identity in a listener's connection key.
+func KeyIdentity(key string) string { return zguard.KeyIdentity(key) }

@@ -84,10 +84,10 @@ func (t *ZMQ) Listen(endpoint string, ev Events) (Listener, error) {
 	if on := ev.OnFrame; on != nil {
 		g.Inbound.ReadDirectFunc(func(m zguard.Received) {
 			if m.Err != nil {
-				on(m.Identity, nil, fmt.Errorf("%w: %w", ErrMalformed, m.Err))
+				on(m.Key, nil, fmt.Errorf("%w: %w", ErrMalformed, m.Err))
 				return
 			}
-			on(m.Identity, m.Frame, nil)
+			on(m.Key, m.Frame, nil)
 		})
 	} else {
 		g.Inbound.ReadDirect(inboundQueue)
@@ -96,8 +96,8 @@ func (t *ZMQ) Listen(endpoint string, ev Events) (Listener, error) {
 		g.OnConnClosed = func(ce zguard.ConnEvent) {
 			// A connection refused for claiming a live identity is not the
 			// live pipe closing; one closed before its READY has no pipe.
-			if ce.Identity != "" && !errors.Is(ce.Reason, zguard.ErrDuplicateIdentity) {
-				on(ce.Identity, ce.Reason)
+			if ce.Key != "" && !errors.Is(ce.Reason, zguard.ErrDuplicateIdentity) {
+				on(ce.Key, ce.Reason)
 			}
 		}
 	}
@@ -162,9 +162,13 @@ type zmqListener struct {
 	once    sync.Once
 }
 
-func (l *zmqListener) Disconnect(identity string) { l.inbound.Disconnect(identity) }
+// The listener names each inbound connection by its zguard key (the
+// dialer's identity, '#', the connection's number): a connection that
+// closed is never taken for a new one with the same identity.
 
-func (l *zmqListener) Authenticated(identity string) { l.inbound.Authenticated(identity) }
+func (l *zmqListener) Disconnect(key string) { l.inbound.DisconnectKey(key) }
+
+func (l *zmqListener) Authenticated(key string) { l.inbound.AuthenticatedKey(key) }
 
 func (l *zmqListener) Addr() net.Addr { return l.s.Addr() }
 
@@ -177,24 +181,24 @@ func (l *zmqListener) Recv() (string, []byte, error) {
 		if m.Err != nil {
 			return "", nil, fmt.Errorf("%w: %w", ErrMalformed, m.Err)
 		}
-		return m.Identity, m.Frame, nil
+		return m.Key, m.Frame, nil
 	case <-l.done:
 		return "", nil, fmt.Errorf("%w: listener closed", ErrClosed)
 	}
 }
 
-// TrySend writes msg without blocking (zguard.Inbound.TrySend).
-func (l *zmqListener) TrySend(identity, msg []byte) (bool, error) {
-	return l.inbound.TrySend(identity, msg)
+// TrySend writes msg without blocking (zguard.Inbound.TrySendKey).
+func (l *zmqListener) TrySend(key, msg []byte) (bool, error) {
+	return l.inbound.TrySendKey(key, msg)
 }
 
-// Send writes to identity's connection directly (zguard.Inbound.Send), not
+// Send writes to key's connection directly (zguard.Inbound.SendKey), not
 // through the ROUTER: a peer that stops reading holds up only the writes
-// to it, and no goroutine is started per send. An identity with no live
+// to it, and no goroutine is started per send. A key with no live
 // connection is dropped silently, as the interface says (its pipe learns
 // of the close from Events.OnClosed).
-func (l *zmqListener) Send(identity, frame []byte) error {
-	err := l.inbound.Send(identity, frame)
+func (l *zmqListener) Send(key, frame []byte) error {
+	err := l.inbound.SendKey(key, frame)
 	if errors.Is(err, zguard.ErrNotConnected) {
 		return nil
 	}
