@@ -105,3 +105,13 @@ func (p *pipe) inboundGone(n *Node) {
 		n.ln.Disconnect(p.id)
 	}
 }
+
+// ident is the pipe's socket identity, the dialer's: an outbound pipe's
+// id, the identity part of an inbound pipe's connection key. Both sides
+// of a connection show the same one.
+func (p *pipe) ident() string {
+	if p.outbound {
+		return p.id
+	}
+	return transport.KeyIdentity(p.id)
+}

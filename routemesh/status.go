@@ -94,7 +94,7 @@ type PeerStatus struct {
 	State     PeerState `json:"state"`
 	Endpoint  string    `json:"endpoint,omitempty"`
 	Outbound  bool      `json:"outbound"`
-	Pipe      string    `json:"pipe,omitempty"` // key of the ready pipe: the dialer's socket identity (inbound: with '#' and the listener's connection number)
+	Pipe      string    `json:"pipe,omitempty"` // identity of the ready pipe (the dialer's socket identity: the same on both sides)
 	LastError string    `json:"last_error,omitempty"`
 	Since     time.Time `json:"since"`
 	// Identity is the security identity the peer proved in the handshake
@@ -230,7 +230,7 @@ func (m *meshActor) status() Status {
 	st := m.n.baseStatus()
 	seen := map[string]bool{}
 	for _, l := range m.n.load().links {
-		ps := PeerStatus{RID: l.rid, State: PeerReady, Outbound: l.p.outbound, Pipe: l.p.id, Since: l.p.started,
+		ps := PeerStatus{RID: l.rid, State: PeerReady, Outbound: l.p.outbound, Pipe: l.p.ident(), Since: l.p.started,
 			Descriptor: m.descBacked(l.rid), Identity: l.p.remote.SecurityIdentity}
 		if st.Security.Profile == SecurityTLS {
 			ps.Certificate = st.Security.Certificate // TLS verified the peer names it

@@ -54,7 +54,8 @@ type Events struct {
 // its way keys each connection apart (zmq: the identity, '#', the
 // connection's number, never reused in the process; see KeyIdentity), so
 // the owner never takes the old connection's close, frames or sends for
-// the new one's. memnet's keys are the dialers' identities.
+// the new one's. memnet's keys are the dialers' identities (its dialers
+// are nodes' pipes, which take a new identity for every dial).
 //
 // Recv is called by one goroutine at a time; Send may be called from many
 // goroutines at once (one per inbound pipe writer); Close may be called at
