@@ -73,7 +73,8 @@ type Config struct {
 	// peers always speak first (a router whose dialers open with a Hello).
 	SpeakFirst bool
 	// Inbound, optional, is filled by the listeners made with this Config:
-	// through it their owner closes one inbound connection by identity.
+	// through it their owner sends to, authenticates and closes one inbound
+	// connection by its key (ConnKey).
 	Inbound *Inbound
 	// Outbound, optional, is filled by the dials made with this Config:
 	// through it their owner sends on the dialed connection directly.

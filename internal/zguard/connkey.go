@@ -10,12 +10,12 @@ import (
 // its state by identity can take a late event or message of the closed
 // connection for the new one's. A key names one inbound connection: its
 // identity, '#', and the connection's number in this process, never
-// reused. Received and ConnEvent carry it, and the Inbound calls ending in
-// Key act on that connection only: on a connection that has closed, they
+// reused. Received and ConnEvent carry it, and Inbound's calls take it
+// and act on that connection only: on a connection that has closed, they
 // do nothing (a send reports ErrNotConnected), whatever took its identity
 // since.
 
-// connSerials numbers the conns of this process (conn.serial).
+// connSerials numbers the conns of this process from 1 (conn.serial).
 var connSerials atomic.Uint64
 
 // ConnKey is the key of the connection numbered serial that announced
@@ -80,41 +80,4 @@ func (in *Inbound) liveKey(key []byte) *conn {
 		return c
 	}
 	return nil
-}
-
-// SendKey is Send to the connection key names.
-func (in *Inbound) SendKey(key, frame []byte) error {
-	if c := in.liveKey(key); c != nil {
-		return c.writeMessage(frame)
-	}
-	return errNotConnected()
-}
-
-// TrySendKey is TrySend to the connection key names.
-func (in *Inbound) TrySendKey(key, msg []byte) (bool, error) {
-	if c := in.liveKey(key); c != nil {
-		return c.tryWriteMessage(msg)
-	}
-	return false, nil
-}
-
-// DisconnectKey is Disconnect of the connection key names; it lets the
-// identity go only if that connection holds it.
-func (in *Inbound) DisconnectKey(key string) bool {
-	l, c := in.keyed(key)
-	if c == nil {
-		return false
-	}
-	in.disconnect(l, c)
-	return true
-}
-
-// AuthenticatedKey is Authenticated for the connection key names.
-func (in *Inbound) AuthenticatedKey(key string) bool {
-	l, c := in.keyed(key)
-	if c == nil {
-		return false
-	}
-	l.authenticated(c)
-	return true
 }

@@ -75,7 +75,7 @@ func TestConnKey_ReconnectedIdentityIsANewKey(t *testing.T) {
 	})
 	// The closed connection held its identity (it spoke): its owner lets
 	// it go by key.
-	if !in.DisconnectKey(m1.Key) {
+	if !in.Disconnect(m1.Key) {
 		t.Fatal("DisconnectKey of the closed, held connection found nothing")
 	}
 
@@ -87,19 +87,19 @@ func TestConnKey_ReconnectedIdentityIsANewKey(t *testing.T) {
 	if m2.Key == m1.Key || KeyIdentity(m2.Key) != "P" || string(m2.Frame) != "two" {
 		t.Fatalf("second message: key %q (first %q), frame %q", m2.Key, m1.Key, m2.Frame)
 	}
-	if err := in.SendKey([]byte(m1.Key), []byte("stale")); !errors.Is(err, ErrNotConnected) {
+	if err := in.Send([]byte(m1.Key), []byte("stale")); !errors.Is(err, ErrNotConnected) {
 		t.Fatalf("SendKey by the old key = %v, want ErrNotConnected", err)
 	}
 	msg := make([]byte, 2+5)
 	copy(msg[2:], "stale")
-	if sent, err := in.TrySendKey([]byte(m1.Key), msg); sent || err != nil {
+	if sent, err := in.TrySend([]byte(m1.Key), msg); sent || err != nil {
 		t.Fatalf("TrySendKey by the old key = %v %v, want false", sent, err)
 	}
-	if in.DisconnectKey(m1.Key) || in.AuthenticatedKey(m1.Key) {
+	if in.Disconnect(m1.Key) || in.Authenticated(m1.Key) {
 		t.Fatal("the old key found the new connection")
 	}
 	within(t, "a send by the new key", func() error {
-		if err := in.SendKey([]byte(m2.Key), []byte("back")); err != nil {
+		if err := in.Send([]byte(m2.Key), []byte("back")); err != nil {
 			return err
 		}
 		_ = p2.SetReadDeadline(time.Now().Add(waitDeadline))

@@ -63,12 +63,13 @@ func (c *conn) writeMessage(frame []byte) error {
 	return err
 }
 
-// Send writes frame as one message to the inbound connection that
-// announced identity (what a ROUTER's Send does, without the socket-wide
-// lock). It reports ErrNotConnected when no live connection has the
-// identity, and the connection's write error (it is then closed).
-func (in *Inbound) Send(identity, frame []byte) error {
-	if c := in.live(identity); c != nil {
+// Send writes frame as one message to the inbound connection key names
+// (ConnKey; what a ROUTER's Send does, without the socket-wide lock). It
+// reports ErrNotConnected when that connection is not live (closed, or
+// its identity taken by another since), and the connection's write error
+// (it is then closed).
+func (in *Inbound) Send(key, frame []byte) error {
+	if c := in.liveKey(key); c != nil {
 		return c.writeMessage(frame)
 	}
 	return errNotConnected()
@@ -354,12 +355,12 @@ func (o *Outbound) TrySend(msg []byte) (bool, error) {
 	return c.tryWriteMessage(msg)
 }
 
-// TrySend writes msg to the inbound connection that announced identity
-// without blocking (see tryWriteMessage for msg's shape and the results).
-// It reports false when no live connection has the identity (Send then
-// reports ErrNotConnected).
-func (in *Inbound) TrySend(identity, msg []byte) (bool, error) {
-	if c := in.live(identity); c != nil {
+// TrySend writes msg to the inbound connection key names without
+// blocking (see tryWriteMessage for msg's shape and the results). It
+// reports false when that connection is not live (Send then reports
+// ErrNotConnected).
+func (in *Inbound) TrySend(key, msg []byte) (bool, error) {
+	if c := in.liveKey(key); c != nil {
 		return c.tryWriteMessage(msg)
 	}
 	return false, nil

@@ -48,7 +48,7 @@ func TestDirectSendBothDirections(t *testing.T) {
 			return nil
 		})
 		within(t, fmt.Sprintf("router → dealer, %d bytes", len(body)), func() error {
-			if err := cfg.Inbound.Send([]byte("D"), body); err != nil {
+			if err := cfg.Inbound.Send([]byte(keyOf(cfg.Inbound, "D")), body); err != nil {
 				return err
 			}
 			got, err := out.Recv()
@@ -72,7 +72,7 @@ func TestDirectSendBothDirections(t *testing.T) {
 		}
 		return err
 	})
-	if err := cfg.Inbound.Send([]byte("nobody"), []byte("x")); !errors.Is(err, ErrNotConnected) {
+	if err := cfg.Inbound.Send([]byte(keyOf(cfg.Inbound, "nobody")), []byte("x")); !errors.Is(err, ErrNotConnected) {
 		t.Fatalf("send to an unknown identity = %v, want ErrNotConnected", err)
 	}
 }
@@ -99,7 +99,7 @@ func TestDirectSendStuckPeerHoldsUpOnlyItself(t *testing.T) {
 	go func() {
 		big := make([]byte, 256<<10)
 		for {
-			if err := cfg.Inbound.Send([]byte("A"), big); err != nil {
+			if err := cfg.Inbound.Send([]byte(keyOf(cfg.Inbound, "A")), big); err != nil {
 				blocked <- err
 				return
 			}
@@ -124,7 +124,7 @@ func TestDirectSendStuckPeerHoldsUpOnlyItself(t *testing.T) {
 	}
 	within(t, "B served while A's write is blocked", func() error {
 		for i := range 50 {
-			if err := cfg.Inbound.Send([]byte("B"), fmt.Appendf(nil, "%d", i)); err != nil {
+			if err := cfg.Inbound.Send([]byte(keyOf(cfg.Inbound, "B")), fmt.Appendf(nil, "%d", i)); err != nil {
 				return err
 			}
 			if err := recvCounting(b, i); err != nil {
@@ -172,7 +172,7 @@ func TestDirectSendRefusesMidMessage(t *testing.T) {
 	if _, err := c.Write(frameBytes(flagMore, []byte("part"))); err != nil {
 		t.Fatal(err)
 	}
-	if err := cfg.Inbound.Send([]byte("D"), []byte("x")); !errors.Is(err, ErrMidMessage) {
+	if err := cfg.Inbound.Send([]byte(keyOf(cfg.Inbound, "D")), []byte("x")); !errors.Is(err, ErrMidMessage) {
 		t.Fatalf("direct send inside a message = %v, want ErrMidMessage", err)
 	}
 	r.waitClosed(t, "D", ErrMidMessage)
@@ -325,7 +325,7 @@ func TestDirectReadInbound(t *testing.T) {
 		t.Fatal("the peer that spoke was closed")
 	}
 	within(t, "a direct send back", func() error {
-		if err := cfg.Inbound.Send([]byte("P"), []byte("back")); err != nil {
+		if err := cfg.Inbound.Send([]byte(keyOf(cfg.Inbound, "P")), []byte("back")); err != nil {
 			return err
 		}
 		_ = p.SetReadDeadline(time.Now().Add(waitDeadline))

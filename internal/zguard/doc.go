@@ -43,8 +43,11 @@
 // "300", ZAP's temporary error) before zmq4 sees the connection, and
 // closed; an empty one gets a
 // generated identity (a zero byte and a 32-bit counter, as libzmq's ROUTER
-// does), the one ConnEvent, Received and Inbound use (zmq4's own ROUTER
-// queue names such a peer by a UUID of its own).
+// does), the one ConnEvent and Received carry (zmq4's own ROUTER queue
+// names such a peer by a UUID of its own). Beside it they carry the
+// connection's key (ConnKey: the identity and the connection's number),
+// which Inbound's calls take, so that an owner never takes a closed
+// connection's late event for a new connection with its identity.
 //
 // # Before authentication
 //

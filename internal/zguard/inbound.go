@@ -23,14 +23,14 @@ func (in *Inbound) add(l *listener) {
 	in.mu.Unlock()
 }
 
-// Authenticated tells the listeners that the inbound connection that
-// announced identity has authenticated (the owner's own handshake above
+// Authenticated tells the listeners that the inbound connection key
+// names (ConnKey) has authenticated (the owner's own handshake above
 // ZMTP succeeded): with Config.AwaitAuth it stops counting as pending
 // and its source becomes known (see Config.ReservedForKnown). It reports
-// whether such a connection was found. Safe for concurrent use; it does
+// whether that connection was found. Safe for concurrent use; it does
 // not block.
-func (in *Inbound) Authenticated(identity string) bool {
-	l, c := in.lookup(identity)
+func (in *Inbound) Authenticated(key string) bool {
+	l, c := in.keyed(key)
 	if c == nil {
 		return false
 	}
@@ -61,16 +61,17 @@ func (in *Inbound) lookup(identity string) (*listener, *conn) {
 	return nil, nil
 }
 
-// Disconnect closes the inbound connection that announced identity, after
-// what was written to it (a refusal) has gone out. It reports whether one
-// was found.
+// Disconnect closes the inbound connection key names (ConnKey), after
+// what was written to it (a refusal) has gone out. It reports whether
+// that connection was found.
 //
 // It also lets the identity go: once a connection that delivered messages
 // has closed, its identity stays held until its owner disconnects it (or
-// AuthTimeout passes), so a new connection with the same identity is
-// never taken for the old one.
-func (in *Inbound) Disconnect(identity string) bool {
-	l, c := in.lookup(identity)
+// AuthTimeout passes), so a new connection with the same identity waits
+// instead of being taken for the old one. A key names one connection
+// only: Disconnect never touches a new connection that took the identity.
+func (in *Inbound) Disconnect(key string) bool {
+	l, c := in.keyed(key)
 	if c == nil {
 		return false
 	}

@@ -180,10 +180,10 @@ func TestPreAuth_AwaitAuth(t *testing.T) {
 	if ev.Remote != b.LocalAddr().String() {
 		t.Fatalf("rejected %v", ev)
 	}
-	if !cfg.Inbound.Authenticated("a") {
+	if !cfg.Inbound.Authenticated(keyOf(cfg.Inbound, "a")) {
 		t.Fatal("Authenticated found no conn a")
 	}
-	if cfg.Inbound.Authenticated("nobody") {
+	if cfg.Inbound.Authenticated(keyOf(cfg.Inbound, "nobody")) {
 		t.Fatal("Authenticated found a conn nobody announced")
 	}
 	c := newDealer(t, cfg, "c", addr) // a's slot is free

@@ -99,7 +99,7 @@ func TestListener_EmptyIdentityIsGenerated(t *testing.T) {
 		ids[m.Identity] = p
 	}
 	for id, p := range ids {
-		if err := cfg.Inbound.Send([]byte(id), []byte(id)); err != nil {
+		if err := cfg.Inbound.Send([]byte(keyOf(cfg.Inbound, id)), []byte(id)); err != nil {
 			t.Fatal(err)
 		}
 		_ = p.SetDeadline(time.Now().Add(waitDeadline))
@@ -165,7 +165,7 @@ func TestListener_ClosedIdentityHeldUntilOwnerLetsGo(t *testing.T) {
 	if _, err := io.ReadFull(p, got); err != nil {
 		t.Fatal(err)
 	}
-	if !cfg.Inbound.Disconnect("again") { // the owner lets the old one go
+	if !cfg.Inbound.Disconnect(keyOf(cfg.Inbound, "again")) { // the owner lets the old one go
 		t.Fatal("Disconnect found no connection for the held identity")
 	}
 	if body := p.readFrame(t); string(body[:6]) != "\x05READY" {

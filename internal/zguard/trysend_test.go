@@ -50,7 +50,7 @@ func TestTrySend_BothDirections(t *testing.T) {
 			return nil
 		})
 		within(t, fmt.Sprintf("router → dealer, %d bytes", size), func() error {
-			if sent, err := cfg.Inbound.TrySend([]byte("D"), tryMsg(body)); !sent || err != nil {
+			if sent, err := cfg.Inbound.TrySend([]byte(keyOf(cfg.Inbound, "D")), tryMsg(body)); !sent || err != nil {
 				return fmt.Errorf("TrySend = %v, %v", sent, err)
 			}
 			got, err := out.Recv()
@@ -63,7 +63,7 @@ func TestTrySend_BothDirections(t *testing.T) {
 	if sent, err := out.TrySend(tryMsg(make([]byte, 256))); sent || err != nil {
 		t.Fatalf("TrySend of a 256-byte frame = %v, %v; want false, nil", sent, err)
 	}
-	if sent, err := cfg.Inbound.TrySend([]byte("nobody"), tryMsg(nil)); sent || err != nil {
+	if sent, err := cfg.Inbound.TrySend([]byte(keyOf(cfg.Inbound, "nobody")), tryMsg(nil)); sent || err != nil {
 		t.Fatalf("TrySend to an unknown identity = %v, %v; want false, nil", sent, err)
 	}
 	// The blocking send still works after writes that never block.
@@ -135,7 +135,7 @@ func TestTrySend_FullSocketNeverBlocks(t *testing.T) {
 	within(t, "writes until the socket is full", func() error {
 		for {
 			body := fmt.Appendf(bytes.Repeat([]byte{'x'}, 240), "%08d", sent)
-			ok, err := cfg.Inbound.TrySend([]byte("A"), tryMsg(body))
+			ok, err := cfg.Inbound.TrySend([]byte(keyOf(cfg.Inbound, "A")), tryMsg(body))
 			if err != nil {
 				return err
 			}
@@ -165,7 +165,7 @@ func TestTrySend_FullSocketNeverBlocks(t *testing.T) {
 	// Drained: the connection writes again, both ways.
 	within(t, "write after the drain", func() error {
 		for {
-			ok, err := cfg.Inbound.TrySend([]byte("A"), tryMsg([]byte("again")))
+			ok, err := cfg.Inbound.TrySend([]byte(keyOf(cfg.Inbound, "A")), tryMsg([]byte("again")))
 			if err != nil {
 				return err
 			}

@@ -166,9 +166,9 @@ type zmqListener struct {
 // dialer's identity, '#', the connection's number): a connection that
 // closed is never taken for a new one with the same identity.
 
-func (l *zmqListener) Disconnect(key string) { l.inbound.DisconnectKey(key) }
+func (l *zmqListener) Disconnect(key string) { l.inbound.Disconnect(key) }
 
-func (l *zmqListener) Authenticated(key string) { l.inbound.AuthenticatedKey(key) }
+func (l *zmqListener) Authenticated(key string) { l.inbound.Authenticated(key) }
 
 func (l *zmqListener) Addr() net.Addr { return l.s.Addr() }
 
@@ -187,18 +187,18 @@ func (l *zmqListener) Recv() (string, []byte, error) {
 	}
 }
 
-// TrySend writes msg without blocking (zguard.Inbound.TrySendKey).
+// TrySend writes msg without blocking (zguard.Inbound.TrySend).
 func (l *zmqListener) TrySend(key, msg []byte) (bool, error) {
-	return l.inbound.TrySendKey(key, msg)
+	return l.inbound.TrySend(key, msg)
 }
 
-// Send writes to key's connection directly (zguard.Inbound.SendKey), not
+// Send writes to key's connection directly (zguard.Inbound.Send), not
 // through the ROUTER: a peer that stops reading holds up only the writes
 // to it, and no goroutine is started per send. A key with no live
 // connection is dropped silently, as the interface says (its pipe learns
 // of the close from Events.OnClosed).
 func (l *zmqListener) Send(key, frame []byte) error {
-	err := l.inbound.SendKey(key, frame)
+	err := l.inbound.Send(key, frame)
 	if errors.Is(err, zguard.ErrNotConnected) {
 		return nil
 	}
