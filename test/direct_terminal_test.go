@@ -326,11 +326,17 @@ func TestDirectTerminal_TooLarge(t *testing.T) {
 			return []byte(strconv.Itoa(len(p))), nil
 		}
 	}
+	// Default liveness: a 4 MiB message under -race on a loaded machine can
+	// hold a connection's heartbeats up longer than the tests' fast
+	// silence limits, and this test is about sizes, not silence.
+	live := routemesh.DefaultLivenessConfig()
 	_, b := startDirectNode(t, "game", "b", func(m *routemesh.MeshBuilder) {
-		m.ConfigureRouterSocket(routemesh.SocketConfig{MailboxByteBudget: 1 << 20}).HandleDirectRequest("len", lenOf(&small))
+		m.ConfigureLiveness(live).ConfigureRouterSocket(routemesh.SocketConfig{MailboxByteBudget: 1 << 20}).HandleDirectRequest("len", lenOf(&small))
 	})
 	// a has no size setting at all.
-	_, a := startDirectNode(t, "game", "a", func(m *routemesh.MeshBuilder) { m.HandleDirectRequest("len", lenOf(&big)) }, b)
+	_, a := startDirectNode(t, "game", "a", func(m *routemesh.MeshBuilder) {
+		m.ConfigureLiveness(live).HandleDirectRequest("len", lenOf(&big))
+	}, b)
 
 	for _, rid := range []string{"b"} {
 		o := timedRequest(ctxT(t, 10*time.Second), a, rid, "len", make([]byte, 2<<20))
