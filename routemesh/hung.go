@@ -26,13 +26,18 @@ type hungTracker struct {
 	slots map[*runSlot]struct{}
 }
 
-// runSlot is what one pool worker runs: the deadline of its handler (Unix
-// nanoseconds), 0 while it runs none. Padded to a cache line: the worker
-// writes it twice per handler while other workers write theirs.
+// runSlot is what one pool worker runs: the deadline of its handler
+// (nanoseconds since slotEpoch, on the monotonic clock), 0 while it runs
+// none. Padded to a cache line: the worker writes it twice per handler
+// while other workers write theirs.
 type runSlot struct {
 	deadline atomic.Int64
 	_        [56]byte
 }
+
+// slotEpoch is the origin of the run slots' deadlines: durations since it
+// read the monotonic clock, so a step of the wall clock moves no deadline.
+var slotEpoch = time.Now()
 
 func newHungTracker() *hungTracker { return &hungTracker{slots: map[*runSlot]struct{}{}} }
 
@@ -52,7 +57,7 @@ func (h *hungTracker) remove(s *runSlot) {
 
 // start records that the slot's worker runs a handler that must end by
 // deadline.
-func (s *runSlot) start(deadline time.Time) { s.deadline.Store(max(deadline.UnixNano(), 1)) }
+func (s *runSlot) start(deadline time.Time) { s.deadline.Store(max(int64(deadline.Sub(slotEpoch)), 1)) }
 
 // end records that the slot's handler returned.
 func (s *runSlot) end() { s.deadline.Store(0) }
@@ -60,7 +65,7 @@ func (s *runSlot) end() { s.deadline.Store(0) }
 // overdue counts the handlers past their deadline at now, and all the
 // handlers running.
 func (h *hungTracker) overdue(now time.Time) (hung, running int) {
-	t := now.UnixNano()
+	t := int64(now.Sub(slotEpoch))
 	h.mu.Lock()
 	for s := range h.slots {
 		if d := s.deadline.Load(); d != 0 {

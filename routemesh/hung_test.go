@@ -12,7 +12,7 @@ func TestHungTracker_SlotsCountRunningAndOverdue(t *testing.T) {
 	for _, s := range []*runSlot{&a, &b, &c} {
 		h.add(s)
 	}
-	now := time.Unix(1_000_000, 0)
+	now := time.Now().Add(time.Hour) // deadlines after slotEpoch
 	a.start(now.Add(-time.Second)) // past its deadline
 	b.start(now.Add(time.Second))
 	if hung, running := h.overdue(now); hung != 1 || running != 2 {
