@@ -13,7 +13,7 @@ func TestHungTracker_SlotsCountRunningAndOverdue(t *testing.T) {
 		h.add(s)
 	}
 	now := time.Now().Add(time.Hour) // deadlines after slotEpoch
-	a.start(now.Add(-time.Second)) // past its deadline
+	a.start(now.Add(-time.Second))   // past its deadline
 	b.start(now.Add(time.Second))
 	if hung, running := h.overdue(now); hung != 1 || running != 2 {
 		t.Fatalf("overdue = %d hung, %d running; want 1, 2", hung, running)
