@@ -6,7 +6,7 @@ import (
 )
 
 // latencyBuckets are the upper bounds of the call latency histogram.
-var latencyBuckets = []time.Duration{
+var latencyBuckets = [...]time.Duration{
 	100 * time.Microsecond, 250 * time.Microsecond, 500 * time.Microsecond,
 	time.Millisecond, 2500 * time.Microsecond, 5 * time.Millisecond, 10 * time.Millisecond,
 	25 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond,
@@ -15,7 +15,7 @@ var latencyBuckets = []time.Duration{
 
 // histogram is a fixed-bucket latency histogram of atomics (a leaf).
 type histogram struct {
-	counts [16]atomic.Uint64 // len(latencyBuckets)+1 (the last is +Inf)
+	counts [len(latencyBuckets) + 1]atomic.Uint64 // the last is +Inf
 	sumNs  atomic.Uint64
 }
 
@@ -42,10 +42,26 @@ type LatencyBucket struct {
 	Count uint64 `json:"count"`
 }
 
-func (h *histogram) snapshot() []LatencyBucket {
-	out := make([]LatencyBucket, 0, len(latencyBuckets)+1)
-	for i, b := range latencyBuckets {
-		out = append(out, LatencyBucket{LE: b.String(), Count: h.counts[i].Load()})
+// addTo adds h's counts and sum to counts and sum (a sum of shards).
+func (h *histogram) addTo(counts *[len(latencyBuckets) + 1]uint64, sum *uint64) {
+	for i := range h.counts {
+		counts[i] += h.counts[i].Load()
 	}
-	return append(out, LatencyBucket{LE: "+Inf", Count: h.counts[len(latencyBuckets)].Load()})
+	*sum += h.sumNs.Load()
+}
+
+// bucketsOf is counts as buckets with their bounds.
+func bucketsOf(counts *[len(latencyBuckets) + 1]uint64) []LatencyBucket {
+	out := make([]LatencyBucket, 0, len(counts))
+	for i, b := range latencyBuckets {
+		out = append(out, LatencyBucket{LE: b.String(), Count: counts[i]})
+	}
+	return append(out, LatencyBucket{LE: "+Inf", Count: counts[len(latencyBuckets)]})
+}
+
+func (h *histogram) snapshot() []LatencyBucket {
+	var counts [len(latencyBuckets) + 1]uint64
+	var sum uint64
+	h.addTo(&counts, &sum)
+	return bucketsOf(&counts)
 }

@@ -4,6 +4,8 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/zlink-go/zlink/internal/zerr"
 )
 
 // bucketOf puts every duration where a binary search over the bounds
@@ -27,5 +29,30 @@ func TestBucketOf_MatchesTheBounds(t *testing.T) {
 	h.observe(time.Hour)
 	if h.counts[0].Load() != 1 || h.counts[1].Load() != 1 || h.counts[len(latencyBuckets)].Load() != 1 {
 		t.Fatalf("counts after three observations: %v %v %v", h.counts[0].Load(), h.counts[1].Load(), h.counts[len(latencyBuckets)].Load())
+	}
+}
+
+// A packet's counters are summed over its shards: what each worker's
+// shard counted shows once in the snapshot.
+func TestPacketStats_SnapshotSumsTheShards(t *testing.T) {
+	var p packetStats
+	arrived := time.Now().Add(-time.Millisecond)
+	for sh := range statShards {
+		q := p.began(sh, arrived)
+		p.ended(sh, arrived, q, false, nil)
+	}
+	p.sent(1)
+	p.result(0, zerr.ErrBusy)
+	sp := p.snapshot("x")
+	if sp.Requests["ok"] != statShards || sp.Total() != statShards+1 || sp.Sends != 1 {
+		t.Fatalf("requests %v, sends %d; want %d ok, one refused, one send", sp.Requests, sp.Sends, statShards)
+	}
+	var lat, queued uint64
+	for i := range sp.Latency {
+		lat += sp.Latency[i].Count
+		queued += sp.Queued[i].Count
+	}
+	if lat != statShards || queued != statShards || sp.QueuedSum < statShards*time.Millisecond {
+		t.Fatalf("latency %d, queued %d (sum %v); want %d each, queued ≥ 1 ms each", lat, queued, sp.QueuedSum, statShards)
 	}
 }

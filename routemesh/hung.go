@@ -32,7 +32,8 @@ type hungTracker struct {
 // while other workers write theirs.
 type runSlot struct {
 	deadline atomic.Int64
-	_        [56]byte
+	shard    int // the served counters' shard its worker counts into (fixed)
+	_        [48]byte
 }
 
 // slotEpoch is the origin of the run slots' deadlines: durations since it

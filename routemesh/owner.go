@@ -91,7 +91,7 @@ func (o *ownerActor) refuse(m *inbound, err error) {
 		err = zerr.ErrShuttingDown
 	}
 	if m.env.Kind == wire.KindRequest {
-		o.served.of(m.env.Packet).result(err)
+		o.served.of(m.env.Packet).result(0, err)
 		o.n.reply(m.from, wire.ErrorEnvelope(m.env.Corr, err))
 	}
 	o.n.work.done()
@@ -123,7 +123,7 @@ func (o *ownerActor) initContext(m *inbound) *Context {
 func (o *ownerActor) handleSend(m *inbound, s *runSlot) {
 	h := o.sends[m.env.Packet]
 	if h == nil {
-		o.served.unknown.sends.Add(1)
+		o.served.unknown.sent(s.shard)
 		o.n.cnt.protocolErrors.Add(1)
 		if o.n.cfg.Tracer != nil {
 			o.n.traceRefused(m.from, &m.env, fmt.Errorf("%w: %q", zerr.ErrUnknownPacket, m.env.Packet))
@@ -136,9 +136,9 @@ func (o *ownerActor) handleSend(m *inbound, s *runSlot) {
 	at := arrival(m)
 	s.start(at.Add(DefaultRequestTimeout))
 	ps := o.served.of(m.env.Packet)
-	queued := ps.began(at)
+	queued := ps.began(s.shard, at)
 	o.runSend(h, hc, m.env.Payload)
-	ps.ended(at, queued, true, nil)
+	ps.ended(s.shard, at, queued, true, nil)
 	s.end()
 	endSpan(sp, nil)
 }
@@ -146,7 +146,7 @@ func (o *ownerActor) handleSend(m *inbound, s *runSlot) {
 func (o *ownerActor) handleRequest(m *inbound, s *runSlot) {
 	h := o.requests[m.env.Packet]
 	if h == nil {
-		o.refuseUnknown(m)
+		o.refuseUnknown(m, s.shard)
 		return
 	}
 	hc := o.initContext(m)
@@ -156,9 +156,9 @@ func (o *ownerActor) handleRequest(m *inbound, s *runSlot) {
 	sp := o.n.startHandler(m, hc)
 	s.start(m.dc.deadline)
 	ps := o.served.of(m.env.Packet)
-	queued := ps.began(at)
+	queued := ps.began(s.shard, at)
 	out, err := o.runRequest(h, hc, m.env.Payload)
-	ps.ended(at, queued, false, handlerResult(err))
+	ps.ended(s.shard, at, queued, false, handlerResult(err))
 	s.end()
 	m.dc.release()
 	endSpan(sp, err)
@@ -182,9 +182,9 @@ func arrival(m *inbound) time.Time {
 // line: see handle).
 //
 //go:noinline
-func (o *ownerActor) refuseUnknown(m *inbound) {
+func (o *ownerActor) refuseUnknown(m *inbound, shard int) {
 	err := fmt.Errorf("%w: %q", zerr.ErrUnknownPacket, m.env.Packet)
-	o.served.unknown.result(err)
+	o.served.unknown.result(shard, err)
 	o.n.traceRefused(m.from, &m.env, err)
 	o.replyError(m, err)
 }

@@ -31,6 +31,7 @@ type handlerPool struct {
 	closed  bool          // the node has ended: workers exit instead of parking
 	busy    int           // workers running a handler (≤ limit)
 	workers int           // workers alive: busy, idle, or starting
+	started int           // workers started so far (each one's counters shard)
 	idle    []*poolWorker // parked workers, the longest idle first
 	gen     uint64        // sweeps so far (see trim)
 	queue   []poolJob     // ring of limit: messages waiting for a worker
@@ -82,8 +83,11 @@ func (p *handlerPool) submit(j poolJob, done <-chan struct{}) bool {
 				return true
 			}
 			p.workers++
+			w := &poolWorker{wake: make(chan poolJob, 1)}
+			w.slot.shard = p.started % statShards
+			p.started++
 			p.mu.Unlock()
-			go p.work(&poolWorker{wake: make(chan poolJob, 1)}, j)
+			go p.work(w, j)
 			return true
 		}
 		if j.q != nil && p.qlen < len(p.queue) {

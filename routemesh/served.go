@@ -18,12 +18,23 @@ const UnknownPacket = "_unknown"
 const resultSlots = zerr.Slots
 
 // packetStats is what one handler scope served for one packet (leaf
-// atomics).
+// atomics), in statShards shards: each pool worker counts into the shard
+// of its run slot, so workers running side by side on different cores
+// mostly add to words of their own; the snapshot sums the shards.
 type packetStats struct {
+	shards [statShards]packetShard
+}
+
+// statShards is how many shards a packet's counters have.
+const statShards = 4
+
+// packetShard is one shard of a packet's counters.
+type packetShard struct {
 	sends   atomic.Uint64 // one-way messages whose handler ran
 	results [resultSlots]atomic.Uint64
 	latency histogram // handler run time (requests and sends)
 	queued  histogram // arrival to handler start
+	_       [64]byte  // the next shard's first words on another cache line
 }
 
 // servedStats counts what one handler scope (a channel's Server, or the
@@ -58,34 +69,41 @@ func (s *servedStats) of(packet string) *packetStats {
 	return &s.unknown
 }
 
-// began records a handler starting now for a message that arrived at
-// arrived; it returns the time the message waited, for ended. (Durations
-// since arrived read only the monotonic clock: cheaper than time.Now.)
-func (p *packetStats) began(arrived time.Time) time.Duration {
+// began records, in shard sh (the worker's), a handler starting now for a
+// message that arrived at arrived; it returns the time the message
+// waited, for ended. (Durations since arrived read only the monotonic
+// clock: cheaper than time.Now.)
+func (p *packetStats) began(sh int, arrived time.Time) time.Duration {
 	queued := time.Since(arrived)
-	p.queued.observe(queued)
+	p.shards[sh].queued.observe(queued)
 	return queued
 }
 
-// ended records a handler for a message that arrived at arrived and waited
-// queued finishing with err (a request) or a one-way message (send).
-func (p *packetStats) ended(arrived time.Time, queued time.Duration, send bool, err error) {
-	p.latency.observe(time.Since(arrived) - queued)
+// ended records, in shard sh, a handler for a message that arrived at
+// arrived and waited queued finishing with err (a request) or a one-way
+// message (send).
+func (p *packetStats) ended(sh int, arrived time.Time, queued time.Duration, send bool, err error) {
+	ps := &p.shards[sh]
+	ps.latency.observe(time.Since(arrived) - queued)
 	if send {
-		p.sends.Add(1)
+		ps.sends.Add(1)
 		return
 	}
-	p.result(err)
+	ps.result(err)
 }
 
-// result counts one request's result without a handler run (refused, or
-// no handler).
-func (p *packetStats) result(err error) {
+// result counts, in shard sh, one request's result.
+func (p *packetStats) result(sh int, err error) { p.shards[sh].result(err) }
+
+// sent counts, in shard sh, a one-way message.
+func (p *packetStats) sent(sh int) { p.shards[sh].sends.Add(1) }
+
+func (ps *packetShard) result(err error) {
 	slot := 0
 	if err != nil {
 		slot = resultSlot(err)
 	}
-	p.results[slot].Add(1)
+	ps.results[slot].Add(1)
 }
 
 // ServedStatus is what one handler scope of a node served: the Server of
@@ -143,11 +161,22 @@ func (s *servedStats) snapshot(running int64) ServedStatus {
 }
 
 func (p *packetStats) snapshot(name string) ServedPacket {
-	sp := ServedPacket{Packet: name, Sends: p.sends.Load(),
-		Latency: p.latency.snapshot(), LatencySum: time.Duration(p.latency.sumNs.Load()),
-		Queued: p.queued.snapshot(), QueuedSum: time.Duration(p.queued.sumNs.Load())}
-	for i := range p.results {
-		v := p.results[i].Load()
+	var lat, q [len(latencyBuckets) + 1]uint64
+	var latSum, qSum uint64
+	var results [resultSlots]uint64
+	sp := ServedPacket{Packet: name}
+	for i := range p.shards {
+		ps := &p.shards[i]
+		sp.Sends += ps.sends.Load()
+		ps.latency.addTo(&lat, &latSum)
+		ps.queued.addTo(&q, &qSum)
+		for j := range ps.results {
+			results[j] += ps.results[j].Load()
+		}
+	}
+	sp.Latency, sp.LatencySum = bucketsOf(&lat), time.Duration(latSum)
+	sp.Queued, sp.QueuedSum = bucketsOf(&q), time.Duration(qSum)
+	for i, v := range results {
 		if v == 0 {
 			continue
 		}
