@@ -82,15 +82,8 @@ func (h *hungTracker) overdue(now time.Time) (hung, running int) {
 
 // running counts the handlers running now.
 func (h *hungTracker) running() int64 {
-	var n int64
-	h.mu.Lock()
-	for s := range h.slots {
-		if s.deadline.Load() != 0 {
-			n++
-		}
-	}
-	h.mu.Unlock()
-	return n
+	_, n := h.overdue(slotEpoch)
+	return int64(n)
 }
 
 type hungCheck struct{ epoch uint64 }
