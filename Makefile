@@ -29,7 +29,7 @@ test: deps
 # sync.Pool (the race detector's Pool drops items at random, so under
 # -race they check behaviour only): the heartbeat path end to end.
 allocs:
-	$(GO) test -count=1 -run 'AllocatesNothing|AllocateNothing' ./routemesh/ ./wire/
+	$(GO) test -count=1 -run 'AllocatesNothing|AllocateNothing' ./routemesh/ ./wire/ ./internal/zguard/
 
 # fuzz runs each fuzz target of the input doors (docs/security.md): the
 # YAML config loader and the CLI's flag values, the store's record and

@@ -58,7 +58,7 @@ func splitKey[T string | []byte](key T) (T, uint64, bool) {
 
 // keyed finds the connection key names, and its listener: the one that
 // holds the key's identity, if it is the key's connection.
-func (in *Inbound) keyed(key string) (*listener, *conn) {
+func (in *Inbound) keyed(key []byte) (*listener, *conn) {
 	id, serial, ok := splitKey(key)
 	if !ok {
 		return nil, nil
@@ -68,16 +68,4 @@ func (in *Inbound) keyed(key string) (*listener, *conn) {
 		return nil, nil
 	}
 	return l, c
-}
-
-// liveKey is the live connection key names, or nil.
-func (in *Inbound) liveKey(key []byte) *conn {
-	id, serial, ok := splitKey(key)
-	if !ok {
-		return nil
-	}
-	if c := in.live(id); c != nil && c.serial == serial {
-		return c
-	}
-	return nil
 }

@@ -112,3 +112,17 @@ func TestConnKey_ReconnectedIdentityIsANewKey(t *testing.T) {
 		t.Fatal("the new connection was closed")
 	}
 }
+
+// Finding a connection by key, as every send to an inbound connection
+// does, allocates nothing.
+func TestKeyed_AllocatesNothing(t *testing.T) {
+	c := &conn{serial: 7}
+	in := &Inbound{ls: []*listener{{live: map[string]*conn{"P": c}}}}
+	key := []byte(ConnKey("P", 7))
+	if _, got := in.keyed(key); got != c {
+		t.Fatal("the key did not find its connection")
+	}
+	if n := testing.AllocsPerRun(100, func() { in.keyed(key) }); n != 0 {
+		t.Fatalf("keyed allocates %v times", n)
+	}
+}

@@ -69,29 +69,13 @@ func (c *conn) writeMessage(frame []byte) error {
 // its identity taken by another since), and the connection's write error
 // (it is then closed).
 func (in *Inbound) Send(key, frame []byte) error {
-	if c := in.liveKey(key); c != nil {
+	if _, c := in.keyed(key); c != nil {
 		return c.writeMessage(frame)
 	}
 	return errNotConnected()
 }
 
 func errNotConnected() error { return &net.OpError{Op: "write", Net: Scheme, Err: ErrNotConnected} }
-
-// live returns the live connection that announced identity, or nil.
-func (in *Inbound) live(identity []byte) *conn {
-	in.mu.Lock()
-	ls := in.ls
-	in.mu.Unlock()
-	for _, l := range ls {
-		l.mu.Lock()
-		c := l.live[string(identity)]
-		l.mu.Unlock()
-		if c != nil {
-			return c
-		}
-	}
-	return nil
-}
 
 // Outbound is filled by the dials made with the Config holding it: through
 // it the dialing socket's owner sends directly on the dialed connection.
@@ -360,7 +344,7 @@ func (o *Outbound) TrySend(msg []byte) (bool, error) {
 // reports false when that connection is not live (Send then reports
 // ErrNotConnected).
 func (in *Inbound) TrySend(key, msg []byte) (bool, error) {
-	if c := in.liveKey(key); c != nil {
+	if _, c := in.keyed(key); c != nil {
 		return c.tryWriteMessage(msg)
 	}
 	return false, nil

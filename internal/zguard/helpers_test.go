@@ -305,7 +305,7 @@ func speakingPeer(t *testing.T, router zmq4.Socket, addr, identity string) *rawP
 // keyOf is the key of the inbound connection that holds identity (live,
 // or closed and held), or a key that names no connection.
 func keyOf(in *Inbound, identity string) string {
-	if _, c := in.lookup(identity); c != nil {
+	if _, c := in.lookup([]byte(identity)); c != nil {
 		return ConnKey(identity, c.serial)
 	}
 	return ConnKey(identity, 0)

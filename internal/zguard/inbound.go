@@ -30,7 +30,7 @@ func (in *Inbound) add(l *listener) {
 // whether that connection was found. Safe for concurrent use; it does
 // not block.
 func (in *Inbound) Authenticated(key string) bool {
-	l, c := in.keyed(key)
+	l, c := in.keyed([]byte(key))
 	if c == nil {
 		return false
 	}
@@ -44,15 +44,16 @@ func (l *listener) authenticated(c *conn) {
 	l.handshakeEnded(c)
 }
 
-// lookup finds the live inbound connection that announced identity, and
-// its listener.
-func (in *Inbound) lookup(identity string) (*listener, *conn) {
+// lookup finds the inbound connection that holds identity (live, or
+// closed and held), and its listener. identity is bytes so that the hot
+// path's sends look it up without a copy.
+func (in *Inbound) lookup(identity []byte) (*listener, *conn) {
 	in.mu.Lock()
 	ls := in.ls
 	in.mu.Unlock()
 	for _, l := range ls {
 		l.mu.Lock()
-		c := l.live[identity]
+		c := l.live[string(identity)]
 		l.mu.Unlock()
 		if c != nil {
 			return l, c
@@ -71,7 +72,7 @@ func (in *Inbound) lookup(identity string) (*listener, *conn) {
 // instead of being taken for the old one. A key names one connection
 // only: Disconnect never touches a new connection that took the identity.
 func (in *Inbound) Disconnect(key string) bool {
-	l, c := in.keyed(key)
+	l, c := in.keyed([]byte(key))
 	if c == nil {
 		return false
 	}

@@ -155,16 +155,15 @@ func (t *ZMQ) Dial(ctx context.Context, endpoint, identity string) (Conn, error)
 // past it each connection's reads wait.
 const inboundQueue = 16
 
+// zmqListener names each inbound connection by its zguard key (the
+// dialer's identity, '#', the connection's number): a connection that
+// closed is never taken for a new one with the same identity.
 type zmqListener struct {
 	s       zmq4.Socket
 	inbound *zguard.Inbound
 	done    chan struct{} // closed by Close: Recv returns ErrClosed
 	once    sync.Once
 }
-
-// The listener names each inbound connection by its zguard key (the
-// dialer's identity, '#', the connection's number): a connection that
-// closed is never taken for a new one with the same identity.
 
 func (l *zmqListener) Disconnect(key string) { l.inbound.Disconnect(key) }
 
